@@ -1,0 +1,148 @@
+import { describe, expect, test } from "bun:test";
+import { OutputCollector, truncationMarker, utf8Length, utf8Prefix, utf8Suffix } from "./output.ts";
+
+/**
+ * Checks that `kept` is a head of `written`, one marker line, and a tail of `written`, with exactly the
+ * marker's count of bytes between them. Returns the kept and dropped byte counts.
+ */
+function splitAtMarker(kept: string, written: string): { keptBytes: number; dropped: number } {
+  const m = /\.\.\. \[(\d+) bytes truncated\] \.\.\.\n/.exec(kept);
+  if (!m) {
+    expect(kept).toBe(written);
+    return { keptBytes: utf8Length(kept), dropped: 0 };
+  }
+  const dropped = Number(m[1]);
+  const tail = kept.slice(m.index + m[0].length);
+  let head = kept.slice(0, m.index);
+  // The newline before the marker is the collector's own when the head ended mid-line.
+  if (utf8Length(head) + dropped + utf8Length(tail) !== utf8Length(written) && head.endsWith("\n")) head = head.slice(0, -1);
+  expect(written.startsWith(head)).toBe(true);
+  expect(written.endsWith(tail)).toBe(true);
+  expect(utf8Length(head) + dropped + utf8Length(tail)).toBe(utf8Length(written));
+  return { keptBytes: utf8Length(head) + utf8Length(tail), dropped };
+}
+
+describe("utf8 cuts", () => {
+  test("prefix never cuts inside a character", () => {
+    // "é" is 2 bytes, "€" is 3, "😀" is 4 (a surrogate pair in JS).
+    expect(utf8Prefix("aé", 2)).toEqual(["a", 1]);
+    expect(utf8Prefix("aé", 3)).toEqual(["aé", 3]);
+    expect(utf8Prefix("€€", 4)).toEqual(["€", 3]);
+    expect(utf8Prefix("😀x", 3)).toEqual(["", 0]);
+    expect(utf8Prefix("😀x", 4)).toEqual(["😀", 4]);
+    expect(utf8Prefix("abc", 0)).toEqual(["", 0]);
+  });
+
+  test("suffix never cuts inside a character", () => {
+    expect(utf8Suffix("éa", 2)).toEqual(["a", 1]);
+    expect(utf8Suffix("x😀", 3)).toEqual(["", 0]);
+    expect(utf8Suffix("x😀", 4)).toEqual(["😀", 4]);
+    expect(utf8Suffix("€€", 5)).toEqual(["€", 3]);
+    expect(utf8Suffix("abc", 10)).toEqual(["abc", 3]);
+  });
+});
+
+describe("OutputCollector", () => {
+  test("keeps everything under the limit, per stream", () => {
+    const c = new OutputCollector(100);
+    c.add("stdout", "hello\n");
+    c.add("stderr", "oops\n");
+    c.add("stdout", "world\n");
+    expect(c.result()).toEqual({ stdout: "hello\nworld\n", stderr: "oops\n", truncated: false, truncated_bytes: 0 });
+  });
+
+  test("exactly the limit is not truncated", () => {
+    const c = new OutputCollector(10);
+    c.add("stdout", "0123456789");
+    expect(c.result().truncated).toBe(false);
+    expect(c.result().stdout).toBe("0123456789");
+  });
+
+  test("50-byte limit: head, one marker line, tail, exact count", () => {
+    const c = new OutputCollector(50);
+    const text = "x".repeat(1000);
+    c.add("stdout", text);
+    const r = c.result();
+    expect(r.truncated).toBe(true);
+    expect(r.truncated_bytes).toBe(950);
+    expect(r.stdout).toBe(`${"x".repeat(25)}\n${truncationMarker(950)}${"x".repeat(25)}`);
+  });
+
+  test("many small writes: head is the first bytes, tail the last", () => {
+    const c = new OutputCollector(40);
+    let all = "";
+    for (let i = 0; i < 1000; i++) {
+      const line = `${i}\n`;
+      all += line;
+      c.add("stdout", line);
+    }
+    const r = c.result();
+    const [head] = utf8Prefix(all, 20);
+    const [tail] = utf8Suffix(all, 20);
+    expect(r.stdout.startsWith(head)).toBe(true);
+    expect(r.stdout.endsWith(tail)).toBe(true);
+    expect(r.truncated_bytes).toBe(utf8Length(all) - 40);
+    expect(r.stdout).toContain(truncationMarker(r.truncated_bytes));
+  });
+
+  test("stdout and stderr share one limit and each reports its own marker", () => {
+    const c = new OutputCollector(20);
+    c.add("stdout", "a".repeat(15)); // 10 kept in head, 5 to tail
+    c.add("stderr", "b".repeat(15)); // tail rolls
+    c.add("stdout", "c".repeat(5));
+    const r = c.result();
+    // The kept bytes are the first 10 and the last 10 of the combined sequence.
+    expect(r.truncated_bytes).toBe(15);
+    expect(r.stdout).toBe(`${"a".repeat(10)}\n${truncationMarker(5)}${"c".repeat(5)}`);
+    expect(r.stderr).toBe(`${truncationMarker(10)}${"b".repeat(5)}`);
+  });
+
+  test("multi-byte characters are never split and truncated_bytes stays exact", () => {
+    for (const ch of ["é", "€", "😀"]) {
+      for (const limit of [1, 2, 3, 5, 7, 11, 50]) {
+        const c = new OutputCollector(limit);
+        const written = { stdout: "", stderr: "" };
+        for (let i = 0; i < 37; i++) {
+          const piece = ch.repeat((i % 4) + 1) + (i % 3 === 0 ? "\n" : "");
+          const stream = i % 2 ? "stdout" : "stderr";
+          written[stream] += piece;
+          c.add(stream, piece);
+        }
+        const r = c.result();
+        // Decoding never produced a replacement character: nothing was cut mid-character.
+        expect(`${r.stdout}${r.stderr}`.includes("\uFFFD")).toBe(false);
+        let dropped = 0;
+        let kept = 0;
+        for (const stream of ["stdout", "stderr"] as const) {
+          const v = splitAtMarker(r[stream], written[stream]);
+          dropped += v.dropped;
+          kept += v.keptBytes;
+        }
+        expect(kept).toBeLessThanOrEqual(limit);
+        expect(r.truncated_bytes).toBe(dropped);
+        expect(kept + dropped).toBe(utf8Length(written.stdout) + utf8Length(written.stderr));
+        expect(r.truncated).toBe(dropped > 0);
+      }
+    }
+  });
+
+  test("memory stays bounded while 10 MB goes through", () => {
+    const c = new OutputCollector(1000);
+    const chunk = "y".repeat(8192);
+    for (let i = 0; i < 1280; i++) c.add("stdout", chunk);
+    const r = c.result();
+    expect(utf8Length(r.stdout)).toBeLessThan(1000 + 100);
+    expect(r.truncated_bytes).toBe(1280 * 8192 - 1000);
+    expect(c.totalBytes).toBe(1280 * 8192);
+  });
+
+  test("a zero limit drops everything and says so", () => {
+    const c = new OutputCollector(0);
+    c.add("stdout", "abc");
+    expect(c.result()).toEqual({ stdout: truncationMarker(3), stderr: "", truncated: true, truncated_bytes: 3 });
+  });
+
+  test("rejects a negative limit", () => {
+    expect(() => new OutputCollector(-1)).toThrow(RangeError);
+  });
+});

@@ -1,0 +1,162 @@
+// One cell's stdout+stderr under one byte limit, with memory bounded by that limit however much the
+// cell prints. The first half of the limit is kept as the head; the last half rolls as the tail; the
+// middle is counted and dropped. Sizes are UTF-8 bytes; cuts land on character boundaries only, so a
+// kept string never ends or starts inside a multi-byte character.
+
+export type Stream = "stdout" | "stderr";
+
+type TailPiece = { stream: Stream; text: string; bytes: number };
+
+export type CollectedOutput = {
+  stdout: string;
+  stderr: string;
+  truncated: boolean;
+  /** Exact number of UTF-8 bytes dropped (markers are not counted as kept output). */
+  truncated_bytes: number;
+};
+
+/** The marker line put where a stream lost bytes. */
+export function truncationMarker(droppedBytes: number): string {
+  return `... [${droppedBytes} bytes truncated] ...\n`;
+}
+
+/** UTF-8 length of a string without allocating when it is ASCII-only (the common case). */
+export function utf8Length(text: string): number {
+  return Buffer.byteLength(text, "utf8");
+}
+
+/**
+ * The longest prefix of `text` whose UTF-8 encoding fits in `maxBytes`, cut on a character boundary.
+ * Returns the prefix and its byte length.
+ */
+export function utf8Prefix(text: string, maxBytes: number): [string, number] {
+  if (maxBytes <= 0) return ["", 0];
+  const buf = Buffer.from(text, "utf8");
+  if (buf.length <= maxBytes) return [text, buf.length];
+  let end = maxBytes;
+  // Step back over continuation bytes (10xxxxxx) so the cut is before a lead byte.
+  while (end > 0 && ((buf[end] as number) & 0xc0) === 0x80) end--;
+  return [buf.toString("utf8", 0, end), end];
+}
+
+/**
+ * The longest suffix of `text` whose UTF-8 encoding fits in `maxBytes`, cut on a character boundary.
+ * Returns the suffix and its byte length.
+ */
+export function utf8Suffix(text: string, maxBytes: number): [string, number] {
+  if (maxBytes <= 0) return ["", 0];
+  const buf = Buffer.from(text, "utf8");
+  if (buf.length <= maxBytes) return [text, buf.length];
+  let start = buf.length - maxBytes;
+  while (start < buf.length && ((buf[start] as number) & 0xc0) === 0x80) start++;
+  return [buf.toString("utf8", start), buf.length - start];
+}
+
+export class OutputCollector {
+  readonly limit: number;
+  private readonly headLimit: number;
+  private readonly tailLimit: number;
+  private headBytes = 0;
+  /** Once the head is full, every later byte goes through the tail. */
+  private headFull = false;
+  private readonly head: Record<Stream, string[]> = { stdout: [], stderr: [] };
+  private tail: TailPiece[] = [];
+  private tailStart = 0; // index of the first live piece in `tail` (avoids shift() per eviction)
+  private tailBytes = 0;
+  private readonly dropped: Record<Stream, number> = { stdout: 0, stderr: 0 };
+  /** Total bytes received, kept or not. */
+  totalBytes = 0;
+
+  constructor(limit: number) {
+    if (!Number.isFinite(limit) || limit < 0) throw new RangeError(`Output limit must be a non-negative number, not ${limit}`);
+    this.limit = Math.floor(limit);
+    this.headLimit = Math.ceil(this.limit / 2);
+    this.tailLimit = this.limit - this.headLimit;
+  }
+
+  add(stream: Stream, text: string): void {
+    if (text.length === 0) return;
+    const bytes = utf8Length(text);
+    this.totalBytes += bytes;
+    if (!this.headFull) {
+      if (this.headBytes + bytes <= this.headLimit) {
+        this.head[stream].push(text);
+        this.headBytes += bytes;
+        return;
+      }
+      // Split: what fits goes to the head, the rest starts the tail.
+      const [prefix, prefixBytes] = utf8Prefix(text, this.headLimit - this.headBytes);
+      if (prefixBytes > 0) this.head[stream].push(prefix);
+      this.headBytes += prefixBytes;
+      this.headFull = true;
+      if (prefixBytes === bytes) return;
+      this.addTail(stream, text.slice(prefix.length), bytes - prefixBytes);
+      return;
+    }
+    this.addTail(stream, text, bytes);
+  }
+
+  private addTail(stream: Stream, text: string, bytes: number): void {
+    if (bytes >= this.tailLimit) {
+      // This piece alone fills the tail: everything before it is dropped.
+      for (let i = this.tailStart; i < this.tail.length; i++) {
+        const p = this.tail[i] as TailPiece;
+        this.dropped[p.stream] += p.bytes;
+      }
+      this.tail = [];
+      this.tailStart = 0;
+      this.tailBytes = 0;
+      const [suffix, suffixBytes] = utf8Suffix(text, this.tailLimit);
+      this.dropped[stream] += bytes - suffixBytes;
+      if (suffixBytes > 0) this.tail.push({ stream, text: suffix, bytes: suffixBytes });
+      this.tailBytes = suffixBytes;
+      return;
+    }
+    this.tail.push({ stream, text, bytes });
+    this.tailBytes += bytes;
+    // Evict from the front until the tail fits again; the last evicted piece may be cut.
+    while (this.tailBytes > this.tailLimit) {
+      const first = this.tail[this.tailStart] as TailPiece;
+      const excess = this.tailBytes - this.tailLimit;
+      if (first.bytes <= excess) {
+        this.dropped[first.stream] += first.bytes;
+        this.tailBytes -= first.bytes;
+        this.tailStart++;
+      } else {
+        const [suffix, suffixBytes] = utf8Suffix(first.text, first.bytes - excess);
+        this.dropped[first.stream] += first.bytes - suffixBytes;
+        this.tailBytes -= first.bytes - suffixBytes;
+        if (suffixBytes === 0) this.tailStart++;
+        else this.tail[this.tailStart] = { stream: first.stream, text: suffix, bytes: suffixBytes };
+      }
+    }
+    if (this.tailStart > 64 && this.tailStart * 2 > this.tail.length) {
+      this.tail = this.tail.slice(this.tailStart);
+      this.tailStart = 0;
+    }
+  }
+
+  get truncatedBytes(): number {
+    return this.dropped.stdout + this.dropped.stderr;
+  }
+
+  /** The kept text of each stream: head, one marker line if that stream lost bytes, tail. */
+  result(): CollectedOutput {
+    const tails: Record<Stream, string[]> = { stdout: [], stderr: [] };
+    for (let i = this.tailStart; i < this.tail.length; i++) {
+      const p = this.tail[i] as TailPiece;
+      tails[p.stream].push(p.text);
+    }
+    const join = (stream: Stream): string => {
+      const head = this.head[stream].join("");
+      const tail = tails[stream].join("");
+      const dropped = this.dropped[stream];
+      if (dropped === 0) return head + tail;
+      // The marker is a line of its own: start it on a fresh line when the head ends mid-line.
+      const sep = head === "" || head.endsWith("\n") ? "" : "\n";
+      return head + sep + truncationMarker(dropped) + tail;
+    };
+    const truncated_bytes = this.truncatedBytes;
+    return { stdout: join("stdout"), stderr: join("stderr"), truncated: truncated_bytes > 0, truncated_bytes };
+  }
+}
