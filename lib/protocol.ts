@@ -150,3 +150,119 @@ export type ExecResult = {
   /** Set when this call's worker was restored from a snapshot before it ran. */
   restored?: RestoreReport;
 };
+
+// =============================================================================================
+// Client <-> supervisor protocol (owned by lib/supervisor.ts / lib/client.ts; documented in
+// docs/supervisor-protocol.md). Newline-delimited JSON over the supervisor's socket, UTF-8.
+// The first line a client sends is `hello`; every other request carries a client-chosen `id`
+// (unique on its connection) that every reply to it repeats. Replies to different requests
+// interleave; the replies to one request arrive in order and end with `result`, `ok` or `error`.
+// =============================================================================================
+
+/** How a session is created when a request names one that does not exist yet. */
+export type SessionSpec = {
+  python?: string;
+  cwd?: string;
+  env?: Record<string, string>;
+  timeoutMs?: number;
+  maxOutputBytes?: number;
+  graceMs?: number;
+};
+
+export type RequestId = number | string;
+
+export type HelloRequest = { op: "hello"; protocol: number; version: string };
+/** Creates the session if it does not exist (with `spec`), otherwise just checks it. */
+export type OpenRequest = { op: "open"; id: RequestId; session: string; spec?: SessionSpec };
+export type ExecuteCallRequest = {
+  op: "execute";
+  id: RequestId;
+  session: string;
+  code: string;
+  timeoutMs?: number;
+  maxOutputBytes?: number;
+  /** Send live `stdout`/`stderr`/`display` replies as the cell produces them. */
+  stream?: boolean;
+  spec?: SessionSpec;
+};
+export type SessionCallRequest =
+  | { op: "variables"; id: RequestId; session: string; spec?: SessionSpec }
+  | { op: "inspect"; id: RequestId; session: string; name: string; spec?: SessionSpec }
+  | { op: "reset"; id: RequestId; session: string; spec?: SessionSpec }
+  | { op: "complete"; id: RequestId; session: string; code: string; cursor?: number; spec?: SessionSpec }
+  | { op: "is_complete"; id: RequestId; session: string; code: string; spec?: SessionSpec }
+  | { op: "snapshot"; id: RequestId; session: string; path?: string; spec?: SessionSpec }
+  | { op: "restore"; id: RequestId; session: string; path?: string; spec?: SessionSpec };
+export type ControlRequest =
+  /** Interrupts the session's running cell, whoever sent it. Never queued. */
+  | { op: "interrupt"; id: RequestId; session: string }
+  /** Withdraws one of this connection's own requests: dropped if queued, interrupted if running. */
+  | { op: "cancel"; id: RequestId; target: RequestId }
+  | { op: "close"; id: RequestId; session: string }
+  | { op: "close_all"; id: RequestId }
+  | { op: "list"; id: RequestId }
+  | { op: "status"; id: RequestId }
+  /** Ends every session and the supervisor. Accepted whatever the hello said (version upgrades). */
+  | { op: "stop"; id?: RequestId };
+
+export type ClientRequest = HelloRequest | OpenRequest | ExecuteCallRequest | SessionCallRequest | ControlRequest;
+export type ClientOp = ClientRequest["op"];
+
+/** One row of `sessions`: wire names, as `sessions --json` prints them. */
+export type SessionInfo = {
+  name: string;
+  pid: number | null;
+  python: string;
+  cwd: string;
+  state: "idle" | "busy";
+  /** Calls waiting behind the running one. */
+  queued: number;
+  cells_run: number;
+  age_ms: number;
+  idle_ms: number;
+  rss_bytes: number | null;
+};
+
+export type DaemonStatus = {
+  pid: number;
+  version: string;
+  protocol: number;
+  socket: string;
+  log: string;
+  home: string;
+  uptime_ms: number;
+  sessions: number;
+  connections: number;
+  idle_exit_ms: number;
+  rss_bytes: number | null;
+};
+
+/** The `value` of an `ok` reply, per request op. */
+export type OkValue = {
+  open: { created: boolean; pid: number | null };
+  variables: Record<string, string>;
+  inspect: InspectInfo;
+  reset: null;
+  complete: string[];
+  is_complete: { status: "complete" | "incomplete" | "invalid"; indent: string };
+  snapshot: { path: string; saved: string[]; skipped: NameFailure[]; pruned: string[]; bytes: number };
+  restore: RestoreReport;
+  interrupt: { interrupted: boolean };
+  cancel: { cancelled: boolean };
+  close: { closed: boolean };
+  close_all: { closed: string[] };
+  list: SessionInfo[];
+  status: DaemonStatus;
+  stop: null;
+};
+
+export type HelloReply = { type: "hello"; ok: boolean; protocol: number; version: string; pid: number };
+export type StreamReply =
+  | { type: "stdout" | "stderr"; id: RequestId; text: string }
+  | { type: "display"; id: RequestId; item: DisplayItem };
+export type ResultReply = { type: "result"; id: RequestId; result: ExecResult };
+export type OkReply = { type: "ok"; id: RequestId | null; value: unknown };
+/** `code` is one of lib/errors.ts's ErrorCode values; `id` is null when the line could not be read. */
+export type ErrorReply = { type: "error"; id: RequestId | null; code: string; message: string };
+
+export type SupervisorReply = HelloReply | StreamReply | ResultReply | OkReply | ErrorReply;

@@ -1,0 +1,213 @@
+// The supervisor's socket: where it lives, and newline-delimited connections over it.
+// The client side is the CLI's hot path: under Bun it uses Bun.connect (about 10 ms cheaper per call
+// than node:net here); elsewhere (Node, Deno) and for Windows named pipes it uses node:net. The server
+// side always uses node:net: it is long-lived, so its start-up cost does not matter.
+import { createServer, connect as netConnect, type Server, type Socket } from "node:net";
+import { join } from "node:path";
+
+/** Longest Unix socket path we bind (sun_path is 104 bytes on macOS, 108 on Linux, including the NUL). */
+const MAX_SOCKET_PATH = 100;
+
+/** A 64-bit FNV-1a hash in hex: identical in every process, no crypto module to load on the hot path. */
+export function shortHash(text: string): string {
+  let h = 0xcbf29ce484222325n;
+  for (const byte of new TextEncoder().encode(text)) {
+    h ^= BigInt(byte);
+    h = (h * 0x100000001b3n) & 0xffffffffffffffffn;
+  }
+  return h.toString(16).padStart(16, "0");
+}
+
+/**
+ * The socket for a state directory: `<home>/supervisor.sock`, or when that is too long for the
+ * platform a short path under /tmp/awrepl-<uid>/ derived from the home, so client and supervisor
+ * agree without talking. On Windows, a named pipe named after the home.
+ */
+export function socketPath(home: string): string {
+  if (process.platform === "win32") return `\\\\.\\pipe\\awrepl-${shortHash(home.toLowerCase())}`;
+  const preferred = join(home, "supervisor.sock");
+  if (Buffer.byteLength(preferred) <= MAX_SOCKET_PATH) return preferred;
+  return join(shortSocketDir(), `${shortHash(home)}.sock`);
+}
+
+/** The directory for fallback socket paths (created 0700 by the supervisor before binding). */
+export function shortSocketDir(): string {
+  const uid = typeof process.getuid === "function" ? process.getuid() : 0;
+  return `/tmp/awrepl-${uid}`;
+}
+
+/** Splits a byte stream into UTF-8 lines; a line longer than `maxBytes` is an error, not a buffer. */
+export class LineSplitter {
+  private parts: Uint8Array[] = [];
+  private size = 0;
+  private readonly decoder = new TextDecoder();
+  constructor(private readonly maxBytes: number) {}
+
+  /** Returns the complete lines in `chunk`, or throws a RangeError when a line passes the cap. */
+  push(chunk: Uint8Array): string[] {
+    const lines: string[] = [];
+    let start = 0;
+    for (;;) {
+      const nl = chunk.indexOf(10, start);
+      if (nl < 0) break;
+      const piece = chunk.subarray(start, nl);
+      if (this.size + piece.length > this.maxBytes) throw new RangeError(`Line longer than ${this.maxBytes} bytes`);
+      if (this.size === 0) lines.push(this.decoder.decode(piece));
+      else {
+        this.parts.push(piece);
+        lines.push(this.decoder.decode(Buffer.concat(this.parts)));
+        this.parts = [];
+        this.size = 0;
+      }
+      start = nl + 1;
+    }
+    if (start < chunk.length) {
+      const rest = chunk.subarray(start);
+      if (this.size + rest.length > this.maxBytes) throw new RangeError(`Line longer than ${this.maxBytes} bytes`);
+      // Copy: the caller may reuse the chunk's memory (Bun does).
+      this.parts.push(new Uint8Array(rest));
+      this.size += rest.length;
+    }
+    return lines;
+  }
+}
+
+export type LineHandlers = {
+  onLine(line: string): void;
+  /** Called once, when the connection is gone for any reason (error carries why, if known). */
+  onClose(error?: Error): void;
+};
+
+/** One client connection: write whole lines, close. */
+export interface LineConnection {
+  write(line: string): void;
+  close(): void;
+}
+
+/** Max bytes of one reply line the client accepts (a result carries at most the output cap, twice). */
+const CLIENT_MAX_LINE = 256 * 1024 * 1024;
+
+/**
+ * Connects to the socket. Rejects with an error whose `code` is the errno name (ENOENT,
+ * ECONNREFUSED, ...) so the caller can tell "nobody there" from other failures.
+ */
+export function connectLines(path: string, handlers: LineHandlers): Promise<LineConnection> {
+  if (typeof Bun !== "undefined" && process.platform !== "win32") return connectBun(path, handlers);
+  return connectNode(path, handlers);
+}
+
+async function connectBun(path: string, handlers: LineHandlers): Promise<LineConnection> {
+  const splitter = new LineSplitter(CLIENT_MAX_LINE);
+  // Bun's write() may take only part of the data; the rest waits for `drain`.
+  let pending: Uint8Array | null = null;
+  let closed = false;
+  const finish = (error?: Error) => {
+    if (closed) return;
+    closed = true;
+    handlers.onClose(error);
+  };
+  const socket = await Bun.connect({
+    unix: path,
+    socket: {
+      data(_s, chunk) {
+        let lines: string[];
+        try {
+          lines = splitter.push(chunk);
+        } catch (err) {
+          _s.end();
+          finish(err as Error);
+          return;
+        }
+        for (const line of lines) handlers.onLine(line);
+      },
+      drain(s) {
+        if (!pending) return;
+        const n = s.write(pending);
+        pending = n < pending.length ? pending.subarray(Math.max(n, 0)) : null;
+      },
+      close() {
+        finish();
+      },
+      error(_s, err) {
+        finish(err);
+      },
+    },
+  });
+  return {
+    write(line) {
+      if (closed) return;
+      const bytes = Buffer.from(line + "\n");
+      if (pending) {
+        pending = Buffer.concat([pending, bytes]);
+        return;
+      }
+      const n = socket.write(bytes);
+      if (n < bytes.length) pending = bytes.subarray(Math.max(n, 0));
+    },
+    close() {
+      socket.end();
+    },
+  };
+}
+
+function connectNode(path: string, handlers: LineHandlers): Promise<LineConnection> {
+  return new Promise((resolve, reject) => {
+    const socket = netConnect(path);
+    let open = false;
+    let closed = false;
+    socket.once("connect", () => {
+      open = true;
+      resolve({ write: (line) => void socket.write(line + "\n"), close: () => void socket.end() });
+    });
+    wireLines(socket, CLIENT_MAX_LINE, handlers.onLine, (error) => {
+      if (!open) {
+        reject(error ?? Object.assign(new Error("Connection closed"), { code: "ECONNRESET" }));
+        return;
+      }
+      if (closed) return;
+      closed = true;
+      handlers.onClose(error);
+    });
+  });
+}
+
+/** Feeds a node:net socket's data to `onLine`; calls `onClose` once. Over-long lines close the socket. */
+export function wireLines(
+  socket: Socket,
+  maxLineBytes: number,
+  onLine: (line: string) => void,
+  onClose: (error?: Error) => void,
+): void {
+  const splitter = new LineSplitter(maxLineBytes);
+  let error: Error | undefined;
+  socket.on("data", (chunk: Buffer) => {
+    let lines: string[];
+    try {
+      lines = splitter.push(chunk);
+    } catch (err) {
+      error = err as Error;
+      socket.destroy();
+      return;
+    }
+    for (const line of lines) {
+      if (socket.destroyed) return;
+      onLine(line);
+    }
+  });
+  socket.on("error", (err) => {
+    error ??= err;
+  });
+  socket.on("close", () => onClose(error));
+}
+
+/** Listens on the socket path (the caller has made sure no live supervisor owns it). */
+export function listenSocket(path: string, onConnection: (socket: Socket) => void): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = createServer({ allowHalfOpen: false }, onConnection);
+    server.once("error", reject);
+    server.listen(path, () => {
+      server.off("error", reject);
+      resolve(server);
+    });
+  });
+}
