@@ -1,0 +1,213 @@
+// The library's way to a supervisor-held session: attach(name) returns a Session (the interface
+// ReplSession implements) whose worker lives in the background supervisor, so a TypeScript agent and
+// a shell (`awrepl -s name run ...`) share one live namespace. Plus the calls behind `sessions`,
+// `close` and `daemon`. Keep this module's imports small: it is on the CLI's hot path.
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { SupervisorConnection } from "./client_connection.ts";
+import { connectSupervisor, processAlive, stopAndWait } from "./client_start.ts";
+import { AwreplError } from "./errors.ts";
+import { SESSION_NAME } from "./paths.ts";
+import type { DaemonStatus, ExecResult, InspectInfo, RestoreReport, SessionInfo, SessionSpec } from "./protocol.ts";
+import { type ClientOptions, resolveHome, supervisorPaths } from "./supervisor_paths.ts";
+import type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, SnapshotReport } from "./types.ts";
+
+export type { ClientOptions } from "./supervisor_paths.ts";
+
+/**
+ * SessionOptions say how the session is created if it does not exist yet (an existing session keeps
+ * the interpreter, directory and environment it started with); `clientEnv` is the caller's
+ * environment, used to find the state directory (unless `home` is given) and to start the supervisor.
+ */
+export type AttachOptions = SessionOptions & { clientEnv?: NodeJS.ProcessEnv };
+
+export async function attach(name: string, options: AttachOptions = {}): Promise<RemoteSession> {
+  checkName(name);
+  const env = options.clientEnv ?? process.env;
+  const paths = supervisorPaths(resolveHome({ env, home: options.home }));
+  const spec = sessionSpec(options, env);
+  const conn = (await connectSupervisor(paths, { autostart: true, env })) as SupervisorConnection;
+  try {
+    await conn.call({ op: "open", session: name, spec });
+  } catch (err) {
+    conn.close();
+    throw err;
+  }
+  return new RemoteSession(name, conn, spec);
+}
+
+/**
+ * A session held by the supervisor. `close()` (and `await using`) only detaches this client: the
+ * session lives on for other clients and later shell calls. `closeSession(name)` ends it.
+ */
+export class RemoteSession implements Session {
+  constructor(
+    readonly id: string,
+    private readonly conn: SupervisorConnection,
+    private readonly spec: SessionSpec,
+  ) {}
+
+  async execute(code: string, options: ExecuteOptions = {}): Promise<ExecResult> {
+    const { onOutput, onDisplay, signal } = options;
+    signal?.throwIfAborted?.();
+    const call = this.conn.execute(
+      {
+        op: "execute",
+        session: this.id,
+        code,
+        timeoutMs: options.timeoutMs,
+        maxOutputBytes: options.maxOutputBytes,
+        stream: Boolean(onOutput || onDisplay),
+        spec: this.spec,
+      },
+      (reply) => {
+        if (reply.type === "display") onDisplay?.(reply.item);
+        else onOutput?.(reply.type, reply.text);
+      },
+    );
+    if (!signal) return call;
+    const onAbort = () => this.conn.notify({ op: "cancel", target: call.id });
+    signal.addEventListener("abort", onAbort, { once: true });
+    try {
+      return await call;
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+    }
+  }
+
+  variables(): Promise<Record<string, string>> {
+    return this.conn.call({ op: "variables", session: this.id, spec: this.spec });
+  }
+
+  inspect(name: string): Promise<InspectInfo> {
+    return this.conn.call({ op: "inspect", session: this.id, name, spec: this.spec });
+  }
+
+  async reset(): Promise<void> {
+    await this.conn.call({ op: "reset", session: this.id, spec: this.spec });
+  }
+
+  async interrupt(): Promise<void> {
+    await this.conn.call({ op: "interrupt", session: this.id });
+  }
+
+  complete(code: string, cursor?: number): Promise<string[]> {
+    return this.conn.call({ op: "complete", session: this.id, code, cursor, spec: this.spec });
+  }
+
+  isComplete(code: string): Promise<{ status: CompletenessStatus; indent: string }> {
+    return this.conn.call({ op: "is_complete", session: this.id, code, spec: this.spec });
+  }
+
+  snapshot(path?: string): Promise<SnapshotReport> {
+    return this.conn.call({ op: "snapshot", session: this.id, path, spec: this.spec });
+  }
+
+  restore(path?: string): Promise<RestoreReport> {
+    return this.conn.call({ op: "restore", session: this.id, path, spec: this.spec });
+  }
+
+  /** Detaches: the session stays in the supervisor. */
+  async close(): Promise<void> {
+    this.conn.close();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+}
+
+/** The sessions the supervisor holds; empty when no supervisor runs (none is started). */
+export async function listSessions(options: ClientOptions = {}): Promise<SessionInfo[]> {
+  return (await withSupervisor(options, (c) => c.call({ op: "list" }))) ?? [];
+}
+
+/** Ends one session's worker. Resolves false when there was no such session. */
+export async function closeSession(name: string, options: ClientOptions = {}): Promise<boolean> {
+  checkName(name);
+  const r = await withSupervisor(options, (c) => c.call({ op: "close", session: name }));
+  return r?.closed ?? false;
+}
+
+/** Ends every session; resolves the names closed. */
+export async function closeAllSessions(options: ClientOptions = {}): Promise<string[]> {
+  const r = await withSupervisor(options, (c) => c.call({ op: "close_all" }));
+  return r?.closed ?? [];
+}
+
+/** Interrupts a session's running cell from any process. Resolves false when nothing ran. */
+export async function interruptSession(name: string, options: ClientOptions = {}): Promise<boolean> {
+  checkName(name);
+  const r = await withSupervisor(options, (c) => c.call({ op: "interrupt", session: name }));
+  return r?.interrupted ?? false;
+}
+
+/** The running supervisor's status, or null when none runs. */
+export async function daemonStatus(options: ClientOptions = {}): Promise<DaemonStatus | null> {
+  return withSupervisor(options, (c) => c.call({ op: "status" }));
+}
+
+/** Stops the supervisor (every session ends with it) and waits until it is gone. False if none ran. */
+export async function stopDaemon(options: ClientOptions = {}): Promise<boolean> {
+  const paths = supervisorPaths(resolveHome(options));
+  const conn = await SupervisorConnection.connect(paths);
+  if (!conn) return false;
+  let pid: number;
+  try {
+    pid = (await conn.hello).pid;
+  } catch {
+    return false; // it went away by itself
+  }
+  await stopAndWait(conn, pid);
+  if (processAlive(pid)) {
+    throw new AwreplError("internal", `The supervisor (pid ${pid}) did not stop; see its log: ${paths.log}`);
+  }
+  return true;
+}
+
+/** Where the supervisor logs (it may not exist yet). */
+export function daemonLogPath(options: ClientOptions = {}): string {
+  return supervisorPaths(resolveHome(options)).log;
+}
+
+async function withSupervisor<T>(options: ClientOptions, fn: (conn: SupervisorConnection) => Promise<T>): Promise<T | null> {
+  const env = options.env ?? process.env;
+  const paths = supervisorPaths(resolveHome(options));
+  const conn = await connectSupervisor(paths, { autostart: false, env });
+  if (!conn) return null;
+  try {
+    return await fn(conn);
+  } finally {
+    conn.close();
+  }
+}
+
+function checkName(name: string): void {
+  if (!SESSION_NAME.test(name)) {
+    throw new AwreplError("usage", `Invalid session name ${JSON.stringify(name)}: use letters, digits, '.', '_' or '-' (at most 64, starting with a letter or digit)`);
+  }
+}
+
+/**
+ * What the supervisor needs to create the session as if this process had: its directory, and its
+ * interpreter choice ($VIRTUAL_ENV, ./.venv) resolved here because the supervisor's environment
+ * and directory are someone else's.
+ */
+function sessionSpec(options: SessionOptions, env: NodeJS.ProcessEnv): SessionSpec {
+  const cwd = options.cwd ?? process.cwd();
+  return {
+    python: options.python ?? env.AWREPL_PYTHON ?? localPython(cwd, env),
+    cwd,
+    env: options.env,
+    timeoutMs: options.timeoutMs,
+    maxOutputBytes: options.maxOutputBytes,
+    graceMs: options.graceMs,
+  };
+}
+
+function localPython(cwd: string, env: NodeJS.ProcessEnv): string | undefined {
+  const bin = process.platform === "win32" ? join("Scripts", "python.exe") : join("bin", "python");
+  if (env.VIRTUAL_ENV && existsSync(join(env.VIRTUAL_ENV, bin))) return join(env.VIRTUAL_ENV, bin);
+  const venv = join(cwd, ".venv", bin);
+  return existsSync(venv) ? venv : undefined;
+}

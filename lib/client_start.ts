@@ -1,0 +1,162 @@
+// Finding the supervisor, and starting it when nobody answers: the same executable re-executed
+// detached with the hidden `__supervisor` subcommand. Many clients may start it at once; the
+// supervisor's start-up lock lets exactly one survive, and every client polls until the socket answers.
+import { spawn } from "node:child_process";
+import { closeSync, existsSync, openSync, renameSync, statSync } from "node:fs";
+import { basename } from "node:path";
+import { fileURLToPath } from "node:url";
+import { SupervisorConnection } from "./client_connection.ts";
+import { AwreplError } from "./errors.ts";
+import { ensurePrivateDir } from "./paths.ts";
+import { lockHolder, processAlive } from "./supervisor_lock.ts";
+import type { SupervisorPaths } from "./supervisor_paths.ts";
+
+/** How long a client waits for a supervisor it started (or found starting) to answer. */
+const START_TIMEOUT_MS = 15_000;
+const LOG_ROTATE_BYTES = 1024 * 1024;
+
+export const SUPERVISOR_SUBCOMMAND = "__supervisor";
+
+export type ConnectOptions = {
+  /** Start the supervisor if none answers (otherwise resolve null). */
+  autostart: boolean;
+  env: NodeJS.ProcessEnv;
+};
+
+/**
+ * A connection whose hello said the versions match. A supervisor of another version is asked to
+ * stop first and, with `autostart`, replaced by one of ours.
+ */
+export async function connectSupervisor(paths: SupervisorPaths, options: ConnectOptions): Promise<SupervisorConnection | null> {
+  let lastError: Error | null = null;
+  for (let attempt = 0; attempt < 4; attempt++) {
+    let conn = await SupervisorConnection.connect(paths);
+    if (!conn) {
+      if (!options.autostart) return null;
+      conn = await startAndConnect(paths, options.env);
+    }
+    let hello;
+    try {
+      hello = await withTimeout(conn.hello, START_TIMEOUT_MS, paths);
+    } catch (err) {
+      // Accepted and then closed: it was exiting (idle exit, stop). Try again from the start.
+      conn.close();
+      lastError = err as Error;
+      continue;
+    }
+    if (hello.ok) return conn;
+    await stopAndWait(conn, hello.pid);
+    if (!options.autostart) return null;
+  }
+  throw new AwreplError(
+    "supervisor_unreachable",
+    `Cannot reach the supervisor at ${paths.socket}: ${lastError?.message ?? "it keeps going away"} (its log: ${paths.log})`,
+  );
+}
+
+export { processAlive };
+
+/** Asks a supervisor to stop and waits until its process is gone. */
+export async function stopAndWait(conn: SupervisorConnection, pid: number): Promise<void> {
+  conn.notify({ op: "stop" });
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  while (Date.now() < deadline && processAlive(pid)) await sleep(10);
+  conn.close();
+}
+
+async function startAndConnect(paths: SupervisorPaths, env: NodeJS.ProcessEnv): Promise<SupervisorConnection> {
+  ensurePrivateDir(paths.home);
+  let exited: number | null = null;
+  if (!startInProgress(paths)) {
+    const child = spawnSupervisor(paths, env);
+    child.once("exit", (code) => {
+      exited = code ?? 1;
+    });
+  }
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  let delay = 2;
+  for (;;) {
+    const conn = await SupervisorConnection.connect(paths);
+    if (conn) return conn;
+    // A starter that failed (not one that lost the race and exited 0) will not come back.
+    if (exited !== null && exited !== 0) {
+      throw new AwreplError("supervisor_unreachable", `The supervisor failed to start (exit ${exited}); see its log: ${paths.log}`);
+    }
+    if (Date.now() > deadline) {
+      throw new AwreplError(
+        "supervisor_unreachable",
+        `The supervisor did not start within ${START_TIMEOUT_MS / 1000} s; see its log: ${paths.log}`,
+      );
+    }
+    await sleep(delay);
+    delay = Math.min(delay * 2, 25);
+  }
+}
+
+/** True when another client's supervisor is starting right now (a live starter holds the lock). */
+function startInProgress(paths: SupervisorPaths): boolean {
+  return lockHolder(paths.lock) !== null;
+}
+
+function spawnSupervisor(paths: SupervisorPaths, env: NodeJS.ProcessEnv) {
+  rotateLog(paths.log);
+  const [cmd, ...args] = supervisorCommand(env);
+  const log = openSync(paths.log, "a", 0o600);
+  try {
+    const child = spawn(cmd as string, args, {
+      detached: true,
+      stdio: ["ignore", log, log],
+      cwd: paths.home,
+      env: { ...env, AWREPL_HOME: paths.home },
+      windowsHide: true,
+    });
+    child.on("error", () => {}); // reported through the poll's timeout, naming the log
+    child.unref();
+    return child;
+  } finally {
+    closeSync(log);
+  }
+}
+
+function rotateLog(log: string): void {
+  try {
+    if (statSync(log).size > LOG_ROTATE_BYTES) renameSync(log, `${log}.1`);
+  } catch {
+    // no log yet
+  }
+}
+
+/**
+ * The command that runs this program's supervisor: the compiled executable itself, or under Bun
+ * from source `bun main.ts`, or under Node the built binary next to the sources. AWREPL_BIN
+ * overrides it (a library user under Node pointing at an installed awrepl).
+ */
+export function supervisorCommand(env: NodeJS.ProcessEnv = process.env): string[] {
+  if (env.AWREPL_BIN) return [env.AWREPL_BIN, SUPERVISOR_SUBCOMMAND];
+  const here = import.meta.url;
+  const compiled = here.includes("$bunfs") || here.includes("~BUN") || !/^(bun|node)(\.exe)?$/i.test(basename(process.execPath));
+  if (compiled) return [process.execPath, SUPERVISOR_SUBCOMMAND];
+  if (typeof Bun !== "undefined") return [process.execPath, fileURLToPath(new URL("../main.ts", here)), SUPERVISOR_SUBCOMMAND];
+  const built = fileURLToPath(new URL("../dist/awrepl", here));
+  if (existsSync(built)) return [built, SUPERVISOR_SUBCOMMAND];
+  throw new AwreplError("supervisor_unreachable", "Cannot find the awrepl executable to start the supervisor; set AWREPL_BIN");
+}
+
+async function withTimeout<T>(promise: Promise<T>, ms: number, paths: SupervisorPaths): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new AwreplError("supervisor_unreachable", `The supervisor did not answer within ${ms / 1000} s; see its log: ${paths.log}`)),
+      ms,
+    );
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

@@ -1,0 +1,38 @@
+// Where a supervisor's files live, derived from the state directory alone so that every client and
+// the supervisor agree without talking: socket, log, start-up lock.
+import { join } from "node:path";
+import { stateDir } from "./paths.ts";
+import { socketPath } from "./transport.ts";
+import pkg from "../package.json" with { type: "json" };
+
+/** Bumped whenever a message changes shape; `hello` and `stop` never change. */
+export const SUPERVISOR_PROTOCOL = 1;
+export const AWREPL_VERSION: string = pkg.version;
+
+export type SupervisorPaths = {
+  home: string;
+  socket: string;
+  log: string;
+  lock: string;
+};
+
+export function supervisorPaths(home: string): SupervisorPaths {
+  return {
+    home,
+    socket: socketPath(home),
+    log: join(home, "supervisor.log"),
+    lock: join(home, "supervisor.lock"),
+  };
+}
+
+/** Options every client call takes: which state directory (tests point at their own). */
+export type ClientOptions = {
+  /** Environment to resolve AWREPL_HOME from and to start the supervisor with. Default process.env. */
+  env?: NodeJS.ProcessEnv;
+  /** State directory; overrides `env`. */
+  home?: string;
+};
+
+export function resolveHome(options: ClientOptions = {}): string {
+  return options.home ?? stateDir(options.env ?? process.env);
+}
