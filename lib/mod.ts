@@ -1,0 +1,6 @@
+// The package entry: the library API of DESIGN.md.
+export { ReplSession, type SessionInfo } from "./session.ts";
+export { SessionPool } from "./pool.ts";
+export { AwreplError, ExitCode, type ErrorCode } from "./errors.ts";
+export type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, SnapshotReport } from "./types.ts";
+export type { DisplayItem, ExecResult, ExecStatus, InspectInfo, NameFailure, RestoreReport } from "./protocol.ts";

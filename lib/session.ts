@@ -1,0 +1,416 @@
+// A session backed by one local worker process at a time: ExecResult assembly with bounded output,
+// timeout escalation (interrupt at the deadline, kill the process group after the grace period), and a
+// fresh worker after a death, with the loss of state said in the next result's `notice`.
+// Calls run one at a time in arrival order; interrupt() bypasses the queue.
+import { join, resolve } from "node:path";
+import { DisplayWriter } from "./display.ts";
+import { AwreplError } from "./errors.ts";
+import { OutputCollector } from "./output.ts";
+import { ensurePrivateDir, SESSION_NAME, stateDir } from "./paths.ts";
+import type { DisplayItem, DoneEvent, ErrorEvent, ExecResult, ExecStatus, InspectInfo, NameFailure, RestoreReport } from "./protocol.ts";
+import { type Interpreter, resolveInterpreter } from "./python.ts";
+import { runtimeLaunch } from "./runtime_source.ts";
+import type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, SnapshotReport } from "./types.ts";
+import { describeExit, Worker, type WorkerExit } from "./worker.ts";
+
+export const DEFAULTS = { timeoutMs: 30_000, maxOutputBytes: 65_536, graceMs: 2_000 } as const;
+
+export type SessionInfo = {
+  id: string;
+  pid: number | null;
+  python: string;
+  pythonVersion: string | null;
+  cwd: string;
+  state: "idle" | "busy" | "closed";
+  cellsRun: number;
+  startedAt: number;
+  lastActiveAt: number;
+};
+
+/** The cell in flight: what the timeout, abort and interrupt() paths need to reach it. */
+type RunningCell = { id: string; worker: Worker; userInterrupted: boolean; timedOut: boolean; killed: boolean };
+
+export class ReplSession implements Session {
+  readonly id: string;
+  readonly home: string;
+  readonly interpreter: Interpreter;
+  readonly timeoutMs: number;
+  readonly maxOutputBytes: number;
+  readonly graceMs: number;
+  readonly cwd: string;
+  readonly startedAt = Date.now();
+  lastActiveAt = Date.now();
+  cellsRun = 0;
+
+  private readonly env: NodeJS.ProcessEnv;
+  private readonly displays: DisplayWriter;
+  private worker: Worker | null = null;
+  private starting: Promise<Worker> | null = null;
+  private running: RunningCell | null = null;
+  /** What the next execute's `notice` says: why the state it had is gone. */
+  private lostNotice: string | null = null;
+  /** Output that arrived between cells (background threads): it opens the next cell's output. */
+  private stray: OutputCollector | null = null;
+  private queue: Promise<unknown> = Promise.resolve();
+  private queued = 0;
+  private closed = false;
+  private closing: Promise<void> | null = null;
+
+  private constructor(id: string, options: SessionOptions, home: string, interpreter: Interpreter, env: NodeJS.ProcessEnv) {
+    this.id = id;
+    this.home = home;
+    this.interpreter = interpreter;
+    this.env = env;
+    this.timeoutMs = options.timeoutMs ?? DEFAULTS.timeoutMs;
+    this.maxOutputBytes = options.maxOutputBytes ?? DEFAULTS.maxOutputBytes;
+    this.graceMs = options.graceMs ?? DEFAULTS.graceMs;
+    this.cwd = resolve(options.cwd ?? process.cwd());
+    this.displays = new DisplayWriter(join(home, "display"), id);
+  }
+
+  /** Resolves the interpreter, starts the worker and waits for its handshake. */
+  static async start(id: string, options: SessionOptions = {}): Promise<ReplSession> {
+    if (!SESSION_NAME.test(id)) {
+      throw new AwreplError("usage", `Invalid session name ${JSON.stringify(id)}: use letters, digits, ".", "_" and "-" (at most 64, starting with a letter or digit)`);
+    }
+    for (const [key, value] of [["timeoutMs", options.timeoutMs], ["maxOutputBytes", options.maxOutputBytes], ["graceMs", options.graceMs]] as const) {
+      if (value !== undefined && (!Number.isFinite(value) || value < 0)) {
+        throw new AwreplError("usage", `${key} must be a non-negative number, not ${value}`);
+      }
+    }
+    const home = ensurePrivateDir(options.home ?? stateDir());
+    const env = options.env ? { ...process.env, ...options.env } : process.env;
+    const cwd = resolve(options.cwd ?? process.cwd());
+    const interpreter = await resolveInterpreter({ python: options.python, env, cwd, home });
+    const session = new ReplSession(id, options, home, interpreter, env);
+    await session.ensureWorker();
+    return session;
+  }
+
+  get pid(): number | null {
+    return this.worker?.pid ?? null;
+  }
+
+  get busy(): boolean {
+    return this.running !== null || this.queued > 0;
+  }
+
+  info(): SessionInfo {
+    return {
+      id: this.id,
+      pid: this.pid,
+      python: this.interpreter.command,
+      pythonVersion: this.worker?.ready?.python ?? this.interpreter.version ?? null,
+      cwd: this.cwd,
+      state: this.closed ? "closed" : this.busy ? "busy" : "idle",
+      cellsRun: this.cellsRun,
+      startedAt: this.startedAt,
+      lastActiveAt: this.lastActiveAt,
+    };
+  }
+
+  execute(code: string, options: ExecuteOptions = {}): Promise<ExecResult> {
+    if (typeof code !== "string") return Promise.reject(new AwreplError("usage", `Code must be a string, not ${typeof code}`));
+    return this.enqueue(() => this.runCell(code, options));
+  }
+
+  async variables(): Promise<Record<string, string>> {
+    const done = await this.enqueue(() => this.control({ type: "variables" }));
+    return done.variables ?? {};
+  }
+
+  async inspect(name: string): Promise<InspectInfo> {
+    const done = await this.enqueue(() => this.control({ type: "inspect", name }, false));
+    if (done.status !== "ok" || !done.info) {
+      throw new AwreplError("name_not_found", `Name ${JSON.stringify(name)} is not defined in session ${this.id}${done.reason ? ` (${done.reason})` : ""}`);
+    }
+    return done.info;
+  }
+
+  async reset(): Promise<void> {
+    await this.enqueue(() => this.control({ type: "reset" }));
+  }
+
+  async interrupt(): Promise<void> {
+    const cell = this.running;
+    if (!cell) return;
+    cell.userInterrupted = true;
+    cell.worker.interrupt(cell.id);
+  }
+
+  async complete(code: string, cursor?: number): Promise<string[]> {
+    const done = await this.enqueue(() => this.control(cursor === undefined ? { type: "complete", code } : { type: "complete", code, cursor }));
+    return done.matches ?? [];
+  }
+
+  async isComplete(code: string): Promise<{ status: CompletenessStatus; indent: string }> {
+    const done = await this.enqueue(() => this.control({ type: "is_complete", code }, false));
+    const status = done.status === "complete" || done.status === "incomplete" || done.status === "invalid" ? done.status : "invalid";
+    return { status, indent: done.indent ?? "" };
+  }
+
+  /** Default path: <state>/snapshots/<id>.pkl, with the manifest beside it as <id>.json. */
+  defaultSnapshotPath(): string {
+    return join(this.home, "snapshots", `${this.id}.pkl`);
+  }
+
+  async snapshot(path?: string): Promise<SnapshotReport> {
+    const target = this.snapshotTarget(path);
+    const manifest_path = manifestPath(target);
+    const done = await this.enqueue(() => this.control({ type: "snapshot", path: target, manifest_path }, false));
+    if (done.status !== "ok") throw new AwreplError("snapshot_failed", `Snapshot of session ${this.id} to ${target} failed: ${done.reason ?? "no reason given"}`);
+    return {
+      path: target,
+      saved: done.saved ?? [],
+      skipped: (done.skipped ?? []).map((s): NameFailure => (typeof s === "string" ? { name: s, reason: "" } : s)),
+      pruned: done.pruned ?? [],
+      bytes: done.bytes ?? 0,
+    };
+  }
+
+  async restore(path?: string): Promise<RestoreReport> {
+    const target = this.snapshotTarget(path);
+    const done = await this.enqueue(() => this.control({ type: "restore", path: target }, false));
+    if (done.status !== "ok") throw new AwreplError("restore_failed", `Restore of session ${this.id} from ${target} failed: ${done.reason ?? "no reason given"}`);
+    if (done.reason === "snapshot not found") throw new AwreplError("restore_failed", `No snapshot at ${target}`);
+    return { source: target, restored: done.restored ?? [], failed: done.failed ?? [] };
+  }
+
+  /** Stops the worker (shutdown, then a kill after a short wait). Pending and later calls are refused. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.closed = true;
+      const starting = this.starting;
+      if (starting) await starting.catch(() => undefined);
+      const worker = this.worker;
+      this.worker = null;
+      if (worker) await worker.close(Math.min(this.graceMs, 1000));
+    })();
+    return this.closing;
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  // --- internals ------------------------------------------------------------------------------
+
+  private enqueue<T>(task: () => Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(closedError(this.id));
+    this.queued++;
+    const run = () => {
+      this.queued--;
+      if (this.closed) return Promise.reject(closedError(this.id));
+      this.lastActiveAt = Date.now();
+      return task();
+    };
+    const result = this.queue.then(run, run);
+    this.queue = result.catch(() => undefined);
+    return result;
+  }
+
+  /** The live worker, or a fresh one when the last was lost. */
+  private ensureWorker(): Promise<Worker> {
+    if (this.worker && this.worker.state === "ready") return Promise.resolve(this.worker);
+    if (this.closed) return Promise.reject(closedError(this.id));
+    this.starting ??= this.spawnWorker().finally(() => {
+      this.starting = null;
+    });
+    return this.starting;
+  }
+
+  private async spawnWorker(): Promise<Worker> {
+    const launch = await runtimeLaunch(this.home, this.interpreter);
+    const worker = await Worker.start({
+      argv: launch.argv,
+      stdinPreamble: launch.stdinPreamble,
+      cwd: this.cwd,
+      env: this.env,
+      onUnclaimedOutput: (stream, text) => {
+        (this.stray ??= new OutputCollector(this.maxOutputBytes)).add(stream, text);
+      },
+      onExit: (exit) => this.onWorkerExit(worker, exit),
+    });
+    if (this.closed) {
+      await worker.close(0);
+      throw closedError(this.id);
+    }
+    this.worker = worker;
+    return worker;
+  }
+
+  private onWorkerExit(worker: Worker, exit: WorkerExit): void {
+    if (this.worker !== worker || this.closed) return;
+    this.worker = null;
+    // A death during a cell is reported by that cell; this covers deaths between calls too.
+    this.lostNotice ??= worker.wasKilled
+      ? "The previous worker was killed after a timeout; this call ran in a fresh worker and the earlier state is gone."
+      : `The previous worker ${describeExit(exit)}; this call ran in a fresh worker and the earlier state is gone.`;
+  }
+
+  /** One non-execute request; `okOnly` turns a failed `done` into an error carrying its reason. */
+  private async control(body: Parameters<Worker["request"]>[0], okOnly = true): Promise<DoneEvent> {
+    const worker = await this.ensureWorker();
+    const done = await worker.request(body);
+    if (okOnly && done.status !== "ok") {
+      throw new AwreplError("internal", `The runtime refused ${body.type} in session ${this.id}: ${done.reason ?? "no reason given"}`);
+    }
+    return done;
+  }
+
+  private async runCell(code: string, options: ExecuteOptions): Promise<ExecResult> {
+    const worker = await this.ensureWorker();
+    const timeoutMs = options.timeoutMs ?? this.timeoutMs;
+    const limit = options.maxOutputBytes ?? this.maxOutputBytes;
+    let notice = this.lostNotice ?? undefined;
+    this.lostNotice = null;
+
+    let output = new OutputCollector(limit);
+    const stray = this.stray;
+    if (stray) {
+      this.stray = null;
+      if (stray.limit === limit) output = stray;
+      else {
+        const s = stray.result();
+        output.add("stdout", s.stdout);
+        output.add("stderr", s.stderr);
+      }
+    }
+    let value: string | null = null;
+    let error: ErrorEvent | null = null;
+    const display: DisplayItem[] = [];
+    const onOutput = options.onOutput;
+    const onDisplay = options.onDisplay;
+    const displays = this.displays;
+
+    const start = performance.now();
+    const done = worker.request(
+      { type: "execute", code },
+      {
+        output(stream, text) {
+          output.add(stream, text);
+          if (onOutput) onOutput(stream, text);
+        },
+        display(data) {
+          const item = displays.item(data);
+          display.push(item);
+          if (onDisplay) onDisplay(item);
+        },
+        result(text) {
+          value = text;
+        },
+        error(event) {
+          error = event;
+        },
+      },
+    );
+    const cell: RunningCell = { id: worker.lastId, worker, userInterrupted: false, timedOut: false, killed: false };
+    this.running = cell;
+
+    let deadline: ReturnType<typeof setTimeout> | undefined;
+    let grace: ReturnType<typeof setTimeout> | undefined;
+    if (timeoutMs > 0) {
+      deadline = setTimeout(() => {
+        cell.timedOut = true;
+        worker.interrupt(cell.id);
+        grace = setTimeout(() => {
+          cell.killed = true;
+          worker.kill();
+        }, this.graceMs);
+      }, timeoutMs);
+    }
+    const signal = options.signal;
+    const onAbort = () => {
+      cell.userInterrupted = true;
+      worker.interrupt(cell.id);
+    };
+    if (signal) {
+      if (signal.aborted) onAbort();
+      else signal.addEventListener("abort", onAbort, { once: true });
+    }
+
+    let status: ExecStatus = "ok";
+    let exception: string | null = null;
+    let traceback = "";
+    let lostState: string | null = null;
+    try {
+      const result = await done;
+      const err = error as ErrorEvent | null;
+      if (err) {
+        exception = `${err.ename}: ${err.evalue}`;
+        traceback = err.traceback.join("");
+        value = null;
+        if (cell.timedOut && err.ename === "KeyboardInterrupt") {
+          status = "timeout";
+          exception = `TimeoutError: The cell exceeded the ${timeoutMs} ms timeout and was interrupted; the session's state is intact`;
+        } else if (cell.userInterrupted && err.ename === "KeyboardInterrupt") {
+          status = "interrupted";
+        } else {
+          status = "error";
+        }
+      } else if (result.status !== "ok") {
+        status = "error";
+        exception = `RuntimeError: ${result.reason ?? "the runtime reported a failure without a reason"}`;
+      }
+    } catch (err) {
+      if (!(err instanceof AwreplError) || err.code !== "worker_died") throw err;
+      value = null;
+      if (cell.killed) {
+        status = "timeout";
+        lostState = `The cell exceeded the ${timeoutMs} ms timeout and did not stop within the ${this.graceMs} ms grace period; the worker was killed and the session's state was lost. The next call starts a fresh worker.`;
+        exception = `TimeoutError: ${lostState}`;
+        this.lostNotice = "The previous worker was killed after a timeout; this call ran in a fresh worker and the earlier state is gone.";
+      } else {
+        status = "died";
+        const how = worker.exit ? describeExit(worker.exit) : "died";
+        lostState = `The Python worker ${how}; the session's state was lost. The next call starts a fresh worker.`;
+        exception = `WorkerDied: ${lostState}`;
+        this.lostNotice = `The previous worker ${how}; this call ran in a fresh worker and the earlier state is gone.`;
+      }
+      if (this.worker === worker) this.worker = null;
+    } finally {
+      clearTimeout(deadline);
+      clearTimeout(grace);
+      signal?.removeEventListener("abort", onAbort);
+      this.running = null;
+    }
+    const duration_ms = performance.now() - start;
+    this.cellsRun++;
+    this.lastActiveAt = Date.now();
+    if (lostState) {
+      output.add("stderr", `[awrepl] ${lostState}\n`);
+      notice = notice ? `${notice} ${lostState}` : lostState;
+    }
+    const collected = output.result();
+    const result: ExecResult = {
+      stdout: collected.stdout,
+      stderr: collected.stderr,
+      value,
+      exception,
+      traceback,
+      duration_ms,
+      truncated: collected.truncated,
+      truncated_bytes: collected.truncated_bytes,
+      status,
+      session: this.id,
+      display,
+    };
+    if (notice) result.notice = notice;
+    return result;
+  }
+
+  private snapshotTarget(path?: string): string {
+    const target = path ? resolve(this.cwd, path) : this.defaultSnapshotPath();
+    if (!path) ensurePrivateDir(join(this.home, "snapshots"));
+    return target;
+  }
+}
+
+/** The manifest beside a snapshot: `x.pkl` -> `x.json`, anything else -> `<path>.json`. */
+export function manifestPath(snapshotPath: string): string {
+  return snapshotPath.endsWith(".pkl") ? `${snapshotPath.slice(0, -4)}.json` : `${snapshotPath}.json`;
+}
+
+function closedError(id: string): AwreplError {
+  return new AwreplError("worker_closed", `Session ${id} is closed`);
+}
