@@ -1,0 +1,70 @@
+// Runs one cell for `serve` and shows it as a REPL does: output live while the cell runs, then the
+// trailing value on stdout, or the traceback on stderr. Shared by the terminal and the piped modes.
+// Writes are tracked so the process can wait for them before it exits (a pipe may still be draining).
+import type { ExecResult } from "../protocol.ts";
+import type { Session } from "../types.ts";
+import { LiveEcho, renderText } from "./render.ts";
+import type { Style } from "./serve_style.ts";
+
+/** stdout and stderr, remembering whether the last thing written ended a line. */
+export class Terminal {
+  readonly stdout: NodeJS.WritableStream;
+  readonly stderr: NodeJS.WritableStream;
+  readonly style: Style;
+  atLineStart = true;
+  #written: Promise<void> = Promise.resolve();
+
+  constructor(stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream, style: Style) {
+    this.stdout = stdout;
+    this.stderr = stderr;
+    this.style = style;
+  }
+
+  out(text: string): void {
+    this.#write(this.stdout, text);
+  }
+
+  err(text: string): void {
+    this.#write(this.stderr, text);
+  }
+
+  /** Resolves once everything written so far has been handed to the OS. */
+  flushed(): Promise<void> {
+    return this.#written;
+  }
+
+  #write(stream: NodeJS.WritableStream, text: string): void {
+    if (text === "") return;
+    this.atLineStart = text.endsWith("\n");
+    const done = new Promise<void>((resolve) => {
+      stream.write(text, () => resolve());
+    });
+    this.#written = Promise.all([this.#written, done]).then(() => {});
+  }
+
+  /** Ends a line the cell left open (`print(x, end="")`), so the next prompt starts at column 0. */
+  endLine(): void {
+    if (!this.atLineStart) this.out("\n");
+  }
+}
+
+export type CellOptions = { timeoutMs: number; maxOutputBytes: number };
+
+/**
+ * Runs `code`, echoing its output live (as much as the result keeps as its head, like `run`), then
+ * shows the rest as `run` renders it: the trailing value on stdout, notices and the full traceback on
+ * stderr (a person at a REPL wants every frame, as Python's own REPL shows them).
+ */
+export async function runCell(session: Session, code: string, term: Terminal, options: CellOptions): Promise<ExecResult> {
+  const live = new LiveEcho(options.maxOutputBytes, (stream, text) => (stream === "stdout" ? term.out(text) : term.err(text)));
+  const result = await session.execute(code, { ...options, onOutput: (stream, text) => live.output(stream, text) });
+  const rendered = renderText(result, { traceback: true, color: term.style.color, echoed: live.echoed });
+  // With nothing of stdout left to print, the value must not continue a line the cell left open.
+  if (result.stdout.length === live.echoed.stdout.length) term.endLine();
+  term.out(rendered.stdout);
+  if (rendered.stderr !== "") {
+    term.endLine();
+    term.err(rendered.stderr);
+  }
+  return result;
+}

@@ -1,0 +1,69 @@
+// The body of `serve`, loaded only when the command runs: opens the session (attached in the supervisor
+// when named, a worker of its own when not), picks the terminal or the piped mode, and leaves cleanly.
+import { listSessions, attach } from "../client.ts";
+import { stateDir } from "../paths.ts";
+import { ReplSession } from "../session.ts";
+import type { Session, SessionOptions } from "../types.ts";
+import type { CliContext } from "./context.ts";
+import { Terminal } from "./serve_cell.ts";
+import { HistoryFile, historyPath } from "./serve_history.ts";
+import { servePiped } from "./serve_piped.ts";
+import type { ServeRun } from "./serve_run.ts";
+import { columns, makeStyle } from "./serve_style.ts";
+import { serveTerminal } from "./serve_tty.ts";
+
+export type ServeOptions = { timeoutMs?: number; maxOutputBytes?: number; exitOnError?: boolean; python?: string };
+
+/** The id of the worker an unnamed `serve` starts (its results report `session: null`). */
+const UNNAMED_ID = "serve";
+
+export async function serve(ctx: CliContext, flags: ServeOptions): Promise<number> {
+  const interactive = Boolean(process.stdin.isTTY);
+  const config = ctx.config();
+  // A person at a terminal has Ctrl-C, so no deadline by default; a script gets the configured one.
+  const timeoutMs = flags.timeoutMs ?? (interactive ? 0 : config.timeoutMs);
+  const maxOutputBytes = flags.maxOutputBytes ?? config.maxOutputBytes;
+  const name = ctx.session();
+  const home = stateDir(ctx.env);
+  const options: SessionOptions = { timeoutMs, maxOutputBytes, graceMs: config.graceMs, python: flags.python ?? config.python, cwd: process.cwd(), home };
+  const session: Session = name !== undefined ? await attach(name, { ...options, clientEnv: ctx.env }) : await ReplSession.start(UNNAMED_ID, options);
+
+  const term = new Terminal(process.stdout, process.stderr, makeStyle(Boolean(process.stdout.isTTY), ctx.env));
+  const run: ServeRun = { session, name, term, state: { timeoutMs, maxOutputBytes } };
+  // A closed terminal or a kill still ends an unnamed session's worker (a named one stays).
+  const endOnSignal = () => void session.close().finally(() => process.exit(129));
+  process.once("SIGHUP", endOnSignal);
+  process.once("SIGTERM", endOnSignal);
+  try {
+    if (interactive) {
+      return await serveTerminal(run, {
+        input: process.stdin,
+        output: process.stdout,
+        history: new HistoryFile(historyPath(home, name)),
+        python: await describePython(session, name, ctx.env),
+      });
+    }
+    return await servePiped(run, process.stdin, { exitOnError: Boolean(flags.exitOnError), width: columns(process.stdout) });
+  } finally {
+    process.off("SIGHUP", endOnSignal);
+    process.off("SIGTERM", endOnSignal);
+    // close() ends an unnamed session's worker; for a named one it only detaches this client.
+    await session.close().catch(() => {
+      // Leaving must not fail because the worker or the supervisor is already gone.
+    });
+    await term.flushed();
+  }
+}
+
+/** "Python 3.11.2" for the banner, or the interpreter command when only that is known. */
+async function describePython(session: Session, name: string | undefined, env: NodeJS.ProcessEnv): Promise<string | undefined> {
+  let python: string | null | undefined;
+  if (session instanceof ReplSession) {
+    const info = session.info();
+    python = info.pythonVersion ?? info.python;
+  } else {
+    python = (await listSessions({ env }).catch(() => [])).find((s) => s.name === name)?.python;
+  }
+  if (!python) return undefined;
+  return /^\d+\.\d+/.test(python) ? `Python ${python.split(/\s/)[0]}` : python;
+}

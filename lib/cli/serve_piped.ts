@@ -1,0 +1,141 @@
+// `serve` with stdin not a terminal: no prompts, no banner; each statement runs as soon as its last line
+// has arrived, so a script (or a program feeding lines) sees results as it goes. The runtime's
+// `is_complete` decides where a statement ends; a blank line ends a block as at the interactive prompt,
+// and so does a new unindented statement (a file needs no blank line after a `def`), and end of input.
+import { AwreplError, ExitCode } from "../errors.ts";
+import { isMetaCommand, runMetaCommand } from "./serve_meta.ts";
+import { completeness, executeCell, reportError, type ServeRun, statusExitCode } from "./serve_run.ts";
+
+export type PipedOptions = {
+  /** Stop at the first cell that fails instead of going on with the next (a REPL goes on). */
+  exitOnError: boolean;
+  /** Width used to lay out meta command output. */
+  width: number;
+};
+
+/** Clauses that continue the statement above them although they start at column 0. */
+const CONTINUATION = /^(else|elif|except|finally)\b/;
+
+/**
+ * Splits lines into statements. push() returns the statements its line completed, in order; the
+ * caller runs them before pushing the next line.
+ */
+export class StatementSplitter {
+  readonly #check: (code: string) => Promise<{ status: string }>;
+  #lines: string[] = [];
+
+  constructor(check: (code: string) => Promise<{ status: string }>) {
+    this.#check = check;
+  }
+
+  get pending(): boolean {
+    return this.#lines.length > 0;
+  }
+
+  async push(line: string): Promise<string[]> {
+    const ready: string[] = [];
+    const blank = line.trim() === "";
+    if (this.#lines.length === 0) {
+      if (blank) return ready;
+      if (isMetaCommand(line)) return [line];
+    } else if (!blank && !/^\s/.test(line) && !CONTINUATION.test(line)) {
+      // A new statement at column 0 ends the block above if that block is complete once ended.
+      const above = this.#lines.join("\n");
+      if ((await this.#check(`${above}\n`)).status === "complete") {
+        ready.push(this.#take());
+        if (isMetaCommand(line)) return [...ready, line];
+      }
+    }
+    this.#lines.push(blank ? "" : line);
+    if ((await this.#check(this.#lines.join("\n"))).status !== "incomplete") ready.push(this.#take());
+    return ready;
+  }
+
+  /** End of input: whatever is left is one last statement (an unfinished one shows its SyntaxError). */
+  flush(): string | null {
+    return this.#lines.length ? this.#take() : null;
+  }
+
+  #take(): string {
+    const code = this.#lines.join("\n").replace(/\n+$/, "");
+    this.#lines = [];
+    return code;
+  }
+}
+
+/**
+ * Runs the statements read from `input`. Exit status: 0 when every cell succeeded, else the status of
+ * the first that failed (1 raised, 124 timed out, 125 worker died or awrepl failed, 130 interrupted).
+ * Ctrl-C interrupts the running cell and stops reading; the session itself is left alive.
+ */
+export async function servePiped(run: ServeRun, input: AsyncIterable<Buffer | string>, options: PipedOptions): Promise<number> {
+  const splitter = new StatementSplitter((code) => completeness(run.session, code));
+  let exitCode: number = ExitCode.ok;
+  let stopped = false;
+  let wake: () => void = () => {};
+  const stop = new Promise<void>((resolve) => {
+    wake = resolve;
+  });
+  const onSigint = () => {
+    stopped = true;
+    exitCode ||= ExitCode.interrupted;
+    wake();
+  };
+  process.on("SIGINT", onSigint);
+
+  /** Runs one statement; false means stop reading. */
+  const runOne = async (code: string): Promise<boolean> => {
+    try {
+      if (isMetaCommand(code)) return (await runMetaCommand(code, run.session, run.term, run.state, options.width)) !== "quit";
+      const result = await executeCell(run, code);
+      const failed = statusExitCode[result.status];
+      if (failed !== ExitCode.ok) {
+        exitCode ||= failed;
+        return !options.exitOnError;
+      }
+      return true;
+    } catch (err) {
+      exitCode ||= reportError(run, err);
+      return false; // awrepl itself failed: later cells would fail the same way
+    }
+  };
+
+  try {
+    const decoder = new TextDecoder("utf-8");
+    const chunks = input[Symbol.asyncIterator]();
+    let rest = "";
+    let more = true;
+    let halted = false;
+    reading: while (more && !stopped) {
+      const next = await Promise.race([chunks.next(), stop.then(() => null)]);
+      if (next === null) break;
+      let text: string;
+      if (next.done) {
+        more = false;
+        text = rest + decoder.decode();
+        rest = "";
+        if (text !== "") text += "\n";
+      } else {
+        text = rest + (typeof next.value === "string" ? next.value : decoder.decode(next.value, { stream: true }));
+      }
+      const lines = text.split("\n");
+      rest = more ? (lines.pop() ?? "") : "";
+      for (const line of lines) {
+        for (const code of await splitter.push(line.replace(/\r$/, ""))) {
+          if (stopped || !(await runOne(code))) {
+            halted = true; // what is left unread or unfinished is not run
+            break reading;
+          }
+        }
+      }
+    }
+    const last = halted || stopped ? null : splitter.flush();
+    if (last !== null) await runOne(last);
+  } catch (err) {
+    if (!(err instanceof AwreplError)) throw err;
+    exitCode ||= reportError(run, err);
+  } finally {
+    process.off("SIGINT", onSigint);
+  }
+  return exitCode;
+}

@@ -1,0 +1,113 @@
+// The line editor of the interactive REPL: node:readline (the editor Node's own REPL uses) supplies
+// editing, history, Tab completion and Ctrl-C/Ctrl-D handling; this wraps it into one awaitable read()
+// so the REPL is a plain loop. Lines readline has already echoed but nobody asked for yet (a paste of
+// several lines) are queued and handed out in order without a second prompt.
+import * as readline from "node:readline";
+
+export type ReadResult = { kind: "line"; line: string } | { kind: "cancel" } | { kind: "eof" };
+
+export type Completer = (before: string) => Promise<[string[], string]>;
+
+export type LineReaderOptions = {
+  input: NodeJS.ReadStream;
+  output: NodeJS.WriteStream;
+  history: string[];
+  historySize: number;
+  completer: Completer;
+};
+
+export class LineReader {
+  readonly rl: readline.Interface;
+  readonly #input: NodeJS.ReadStream;
+  readonly #output: NodeJS.WriteStream;
+  #queue: ReadResult[] = [];
+  #waiter: ((r: ReadResult) => void) | null = null;
+  #closed = false;
+
+  constructor(options: LineReaderOptions) {
+    this.#input = options.input;
+    this.#output = options.output;
+    this.rl = readline.createInterface({
+      input: options.input,
+      output: options.output,
+      terminal: true,
+      history: options.history,
+      historySize: options.historySize,
+      tabSize: 4,
+      completer: (before: string, callback: (err: Error | null, result: [string[], string]) => void) => {
+        options.completer(before).then(
+          (result) => callback(null, result),
+          () => callback(null, [[], before]),
+        );
+      },
+    });
+    this.rl.on("line", (line) => this.#deliver({ kind: "line", line }));
+    this.rl.on("SIGINT", () => this.#cancel());
+    this.rl.on("close", () => {
+      this.#closed = true;
+      this.#deliver({ kind: "eof" });
+    });
+  }
+
+  /** Shows `prompt` (with `prefill` typed in, e.g. the indent of a block) and waits for one line. */
+  read(prompt: string, prefill = ""): Promise<ReadResult> {
+    const queued = this.#queue.shift();
+    if (queued) return Promise.resolve(queued);
+    if (this.#closed) return Promise.resolve({ kind: "eof" });
+    return new Promise((resolve) => {
+      this.#waiter = resolve;
+      this.rl.setPrompt(prompt);
+      this.rl.prompt(true);
+      // Text typed ahead while the previous cell ran is kept; the indent is only offered on a clean line.
+      if (prefill && this.rl.line === "") this.rl.write(prefill);
+    });
+  }
+
+  /**
+   * While a cell runs the editor steps aside: input is paused and the terminal goes back to cooked mode,
+   * so Ctrl-C raises SIGINT in this process (the worker has its own process group and never sees it)
+   * and anything typed ahead is echoed and buffered by the terminal until the next prompt.
+   */
+  async whileBusy<T>(task: () => Promise<T>): Promise<T> {
+    this.rl.pause();
+    this.#setRawMode(false);
+    try {
+      return await task();
+    } finally {
+      if (!this.#closed) {
+        this.#setRawMode(true);
+        this.rl.resume();
+      }
+    }
+  }
+
+  close(): void {
+    if (!this.#closed) this.rl.close();
+  }
+
+  #setRawMode(raw: boolean): void {
+    if (this.#input.isTTY) this.#input.setRawMode(raw);
+  }
+
+  #deliver(result: ReadResult): void {
+    const waiter = this.#waiter;
+    if (waiter) {
+      this.#waiter = null;
+      waiter(result);
+    } else if (result.kind !== "eof" || this.#queue.at(-1)?.kind !== "eof") {
+      this.#queue.push(result);
+    }
+  }
+
+  /** Ctrl-C at the prompt: leave what was typed visible, marked ^C, and start over on a fresh line. */
+  #cancel(): void {
+    this.rl.write(null, { ctrl: true, name: "e" }); // to the end of the line, so ^C follows the text
+    this.#output.write("^C\n");
+    // readline keeps the edited text in `line`/`cursor`; clearing them without a redraw keeps the
+    // abandoned text on screen, the way a shell does.
+    const state = this.rl as unknown as { line: string; cursor: number };
+    state.line = "";
+    state.cursor = 0;
+    this.#deliver({ kind: "cancel" });
+  }
+}

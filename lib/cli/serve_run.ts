@@ -1,0 +1,60 @@
+// What the two modes of `serve` (terminal and piped) share: the session being served, how cells run,
+// and the exit status a failed cell maps to.
+import { AwreplError, ExitCode } from "../errors.ts";
+import type { ExecResult, ExecStatus } from "../protocol.ts";
+import type { CompletenessStatus, Session } from "../types.ts";
+import { runCell, type Terminal } from "./serve_cell.ts";
+import type { MetaState } from "./serve_meta.ts";
+
+export type ServeRun = {
+  session: Session;
+  /** The session's name; undefined for an unnamed session that ends with `serve`. */
+  name: string | undefined;
+  term: Terminal;
+  state: MetaState & { maxOutputBytes: number };
+};
+
+export const statusExitCode: Record<ExecStatus, number> = {
+  ok: ExitCode.ok,
+  error: ExitCode.cellRaised,
+  timeout: ExitCode.timeout,
+  died: ExitCode.internal,
+  interrupted: ExitCode.interrupted,
+};
+
+/** Runs one cell; Ctrl-C (SIGINT) while it runs interrupts the cell, not the session. */
+export async function executeCell(run: ServeRun, code: string, onInterrupt?: () => void): Promise<ExecResult> {
+  const onSigint = () => {
+    onInterrupt?.();
+    run.session.interrupt().catch(() => {
+      // The cell may have ended already; an interrupt that finds nothing to stop is not an error.
+    });
+  };
+  process.on("SIGINT", onSigint);
+  try {
+    return await runCell(run.session, code, run.term, {
+      timeoutMs: run.state.timeoutMs,
+      maxOutputBytes: run.state.maxOutputBytes,
+    });
+  } finally {
+    process.off("SIGINT", onSigint);
+  }
+}
+
+/** The runtime's verdict on a piece of code; if asking fails, the code is run and the failure shows there. */
+export async function completeness(session: Session, code: string): Promise<{ status: CompletenessStatus; indent: string }> {
+  try {
+    return await session.isComplete(code);
+  } catch (err) {
+    if (err instanceof AwreplError) return { status: "complete", indent: "" };
+    throw err;
+  }
+}
+
+/** Prints an error awrepl itself reports (supervisor gone, worker could not start) and returns its exit code. */
+export function reportError(run: ServeRun, err: unknown): number {
+  if (!(err instanceof AwreplError)) throw err;
+  run.term.endLine();
+  run.term.err(run.term.style.error(`awrepl: ${err.message}`) + "\n");
+  return err.exitCode;
+}

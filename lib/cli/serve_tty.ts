@@ -1,0 +1,98 @@
+// The interactive REPL on a terminal: banner, prompts, multi-line cells decided by the runtime's
+// `is_complete` (the continuation line is pre-filled with the indent it suggests), meta commands,
+// history, completion, Ctrl-C and Ctrl-D.
+import type { HistoryFile } from "./serve_history.ts";
+import { makeCompleter } from "./serve_complete.ts";
+import { isMetaCommand, runMetaCommand } from "./serve_meta.ts";
+import { LineReader } from "./serve_reader.ts";
+import { completeness, executeCell, reportError, type ServeRun } from "./serve_run.ts";
+import { columns, wrap } from "./serve_style.ts";
+
+const PS1 = ">>> ";
+const PS2 = "... ";
+
+export type TerminalOptions = {
+  input: NodeJS.ReadStream;
+  output: NodeJS.WriteStream;
+  history: HistoryFile;
+  /** Which Python the session runs, for the banner (e.g. "Python 3.11.2"), when known. */
+  python?: string;
+};
+
+/** Runs the REPL until Ctrl-D or :quit. Always returns 0: failures of single cells do not end it. */
+export async function serveTerminal(run: ServeRun, options: TerminalOptions): Promise<number> {
+  const { term } = run;
+  const lines: string[] = [];
+  const reader = new LineReader({
+    input: options.input,
+    output: options.output,
+    history: options.history.load(),
+    historySize: options.history.limit,
+    completer: makeCompleter(run.session, () => (lines.length ? `${lines.join("\n")}\n` : "")),
+  });
+  term.out(banner(run, options.python, columns(options.output)));
+  const ps1 = term.style.prompt(PS1);
+  const ps2 = term.style.prompt(PS2);
+  let indent = "";
+  let blankBefore = false;
+  try {
+    for (;;) {
+      term.endLine();
+      const read = await reader.read(lines.length ? ps2 : ps1, lines.length ? indent : "");
+      if (read.kind === "eof") break;
+      if (read.kind === "cancel") {
+        lines.length = 0;
+        continue;
+      }
+      const { line } = read;
+      term.atLineStart = true; // readline ended the line the user typed
+      options.history.append(line);
+      const blank = line.trim() === "";
+      if (lines.length === 0 && blank) continue;
+      if (lines.length === 0 && isMetaCommand(line)) {
+        const outcome = await runMetaCommand(line, run.session, term, run.state, columns(options.output)).catch((err) => reportError(run, err));
+        if (outcome === "quit") break;
+        continue;
+      }
+      lines.push(blank ? "" : line);
+      const code = lines.join("\n");
+      const verdict = await completeness(run.session, code);
+      // Two blank lines in a row end the cell whatever the verdict, so a confused check can never trap
+      // the user at the continuation prompt; an unfinished cell then shows its SyntaxError.
+      if (verdict.status === "incomplete" && !(blank && blankBefore)) {
+        indent = verdict.indent;
+        blankBefore = blank;
+        continue;
+      }
+      lines.length = 0;
+      blankBefore = false;
+      await reader
+        .whileBusy(() =>
+          executeCell(run, code.replace(/\n+$/, ""), () => {
+            // The terminal echoed ^C; start the traceback on its own line.
+            term.err("\n");
+          }),
+        )
+        .catch((err) => reportError(run, err));
+    }
+  } finally {
+    reader.close();
+  }
+  term.endLine();
+  if (run.name !== undefined) {
+    const hint = `Session ${run.name} keeps running; \`awrepl -s ${run.name} serve\` comes back to it.`;
+    term.err(term.style.dim(wrap(hint, columns(options.output)).join("\n")) + "\n");
+  }
+  return 0;
+}
+
+function banner(run: ServeRun, python: string | undefined, width: number): string {
+  const { style } = run.term;
+  const who = run.name !== undefined ? `session ${run.name}` : "a new unnamed session";
+  const head = `awrepl: ${who}${python ? ` · ${python}` : ""}`;
+  const leave =
+    run.name !== undefined
+      ? "Ctrl-D or :quit leaves; the session keeps running. :help lists commands."
+      : "Ctrl-D or :quit leaves and ends the session. :help lists commands.";
+  return [...wrap(head, width).map(style.bold), ...wrap(leave, width).map(style.dim)].join("\n") + "\n";
+}
