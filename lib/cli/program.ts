@@ -1,0 +1,182 @@
+// The command line: global options (-s/--session before or after the subcommand, AWREPL_SESSION,
+// --python, --self-test, --version), `run`, and the supervisor's commands (lib/cli/remote.ts).
+//
+// main() first tries parseFastRun (no commander: it costs ~6 ms per start, most of the hot path's
+// budget); everything else, including every malformed command, goes through commander, configured so
+// that a usage error is one line on stderr and exit status 2.
+import type { Command, CommanderError } from "commander";
+import type { Config } from "../config.ts";
+import { AwreplError, ExitCode, usageError } from "../errors.ts";
+import { SESSION_NAME } from "../paths.ts";
+import type { CliContext } from "./context.ts";
+import { type RunArgs, parseFastRun, runCommand } from "./run.ts";
+import { version } from "../../package.json";
+
+export const VERSION: string = version;
+
+const EXAMPLES = `
+Examples:
+  awrepl run "print(1 + 2)"                  # one cell in a throwaway interpreter
+  awrepl -s agent run "x = 42"               # a named session: state survives this process
+  awrepl -s agent run "x + 1"                # prints 43 (the trailing expression's repr)
+  awrepl -s agent run - <<'EOF'              # a heredoc: no shell quoting trouble
+  import json
+  data = {"a": [1, 2, 3]}
+  print(json.dumps(data))
+  EOF
+  awrepl run -f script.py --timeout 5000     # a file, stopped after 5 s (exit 124)
+  awrepl run "1/0" --json                    # one JSON object: the ExecResult
+  awrepl --self-test                         # prove the contract on this machine
+
+Exit status: 0 ok, 1 the cell raised, 2 usage error, 124 timeout, 125 awrepl failed, 130 interrupted.
+Environment: AWREPL_SESSION (default session), AWREPL_PYTHON, AWREPL_HOME (state directory), NO_COLOR.
+`;
+
+export function validateSessionName(name: string, where = "Session name"): string {
+  if (!SESSION_NAME.test(name)) {
+    throw usageError(`${where} ${JSON.stringify(name)} is invalid: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`);
+  }
+  return name;
+}
+
+/** The context every command gets; config and session are resolved only when a command asks. */
+export async function makeContext(flagSession: () => string | undefined, env: NodeJS.ProcessEnv): Promise<CliContext> {
+  const { loadConfig } = await import("../config.ts");
+  let config: Config | undefined;
+  return {
+    env,
+    session() {
+      const flag = flagSession();
+      if (flag !== undefined) return validateSessionName(flag);
+      const fromEnv = env.AWREPL_SESSION;
+      if (fromEnv === undefined || fromEnv === "") return undefined;
+      return validateSessionName(fromEnv, "AWREPL_SESSION");
+    },
+    config() {
+      config ??= loadConfig({ env });
+      return config;
+    },
+  };
+}
+
+/** Runs the command line `argv` (without the executable); returns the exit status. */
+export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  try {
+    const fast = parseFastRun(argv);
+    if (fast) {
+      const ctx = await makeContext(() => fast.session, env);
+      return await runCommand(fast.run, ctx);
+    }
+    return await runProgram(argv, env);
+  } catch (err) {
+    return reportError(err);
+  }
+}
+
+/** One line on stderr for anything that stops a command; the exit status it maps to. */
+export function reportError(err: unknown): number {
+  if (err instanceof AwreplError) {
+    process.stderr.write(`awrepl: ${oneLine(err.message)}\n`);
+    return err.exitCode;
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  process.stderr.write(`awrepl: internal error: ${oneLine(message)}\n`);
+  if (err instanceof Error && err.stack && process.env.AWREPL_DEBUG) process.stderr.write(`${err.stack}\n`);
+  return ExitCode.internal;
+}
+
+function oneLine(text: string): string {
+  return text
+    .replace(/^error: /, "")
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .join(" ");
+}
+
+async function runProgram(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+  let exitCode: number = ExitCode.ok;
+  const program = await buildProgram(env, (code) => {
+    exitCode = code;
+  });
+  try {
+    await program.parseAsync(argv as string[], { from: "user" });
+  } catch (err) {
+    if (isCommanderError(err)) {
+      // Help and --version end through here with exit code 0; real usage errors with 1.
+      if (err.code === "commander.helpDisplayed" || err.code === "commander.version" || err.code === "commander.help") return ExitCode.ok;
+      return ExitCode.usage;
+    }
+    throw err;
+  }
+  return exitCode;
+}
+
+function isCommanderError(err: unknown): err is CommanderError {
+  return err instanceof Error && typeof (err as CommanderError).code === "string" && (err as CommanderError).code.startsWith("commander.");
+}
+
+export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => void): Promise<Command> {
+  const { Command, Option, InvalidArgumentError } = await import("commander");
+  const program = new Command("awrepl");
+  const count = (unit: string) => (v: string) => {
+    if (!/^\d+$/.test(v.trim())) throw new InvalidArgumentError(`Expected a whole number of ${unit}, 0 or more.`);
+    return Number(v.trim());
+  };
+  program
+    .description("A persistent Python REPL for agents and people: state that survives between shell calls.")
+    .usage("[--session NAME] <command> [options]")
+    .version(VERSION, "-V, --version", "print the version")
+    .helpOption("-h, --help", "show this help")
+    .option("-s, --session <name>", "run in the named session (kept by a background supervisor); default $AWREPL_SESSION")
+    .option("--python <cmd>", "interpreter command line for a new session (default: $AWREPL_PYTHON, config, venv, python3)")
+    .option("--self-test", "prove the contract on this machine (no network) and exit")
+    .addHelpText("after", EXAMPLES)
+    .showSuggestionAfterError(true)
+    .exitOverride()
+    .configureOutput({
+      writeOut: (s) => process.stdout.write(s),
+      writeErr: (s) => process.stderr.write(s),
+      outputError: (s, write) => write(`awrepl: ${oneLine(s)}\n`),
+    });
+
+  const ctx = await makeContext(() => program.opts<{ session?: string }>().session, env);
+  const pythonFlag = () => program.opts<{ python?: string }>().python;
+
+  program
+    .command("run")
+    .description("run one cell: CODE, - (stdin), -f FILE, or piped stdin")
+    .argument("[code]", "Python code; - reads stdin (use -- before code that starts with -)")
+    .option("-f, --file <file>", "read the cell from FILE")
+    .option("--json", "print exactly one JSON object: the ExecResult")
+    .option("--traceback", "show every traceback frame (default: the failing cell line and the error)")
+    .addOption(new Option("--timeout <ms>", "per-cell timeout in ms, 0 = none (default 30000)").argParser(count("milliseconds")))
+    .addOption(new Option("--max-output <bytes>", "stdout+stderr kept per cell (default 65536)").argParser(count("bytes")))
+    .action(async (code: string | undefined, opts: { file?: string; json?: boolean; traceback?: boolean; timeout?: number; maxOutput?: number }) => {
+      const args: RunArgs = { code, file: opts.file, json: opts.json, traceback: opts.traceback, timeoutMs: opts.timeout, maxOutputBytes: opts.maxOutput };
+      const python = pythonFlag();
+      if (python !== undefined) args.python = python;
+      setExit(await runCommand(args, ctx));
+    });
+
+  const { registerRemoteCommands } = await import("./remote.ts");
+  registerRemoteCommands(program, ctx);
+
+  // A bad --session is reported before any command runs, whether or not that command uses it.
+  program.hook("preAction", () => {
+    const flag = program.opts<{ session?: string }>().session;
+    if (flag !== undefined) validateSessionName(flag);
+  });
+
+  program.allowExcessArguments(true).action(async (opts: { selfTest?: boolean }, command: Command) => {
+    const [unknown] = command.args;
+    if (unknown !== undefined) throw usageError(`Unknown command ${JSON.stringify(unknown)}: try 'awrepl --help'`);
+    if (opts.selfTest) {
+      const { selfTest } = await import("./selftest.ts");
+      setExit(await selfTest({ python: pythonFlag(), env }));
+      return;
+    }
+    throw usageError("Missing command: try 'awrepl --help'");
+  });
+  return program;
+}

@@ -1,0 +1,190 @@
+// ExecResult -> what the user sees, and the exit status. Shared by `run`, `serve` and the supervisor
+// commands so one cell looks the same whichever way it ran.
+//
+// Text mode: the cell's stdout on stdout and stderr on stderr, display data (text inline, binary as a
+// file path), the trailing value on stdout, then on stderr any notice and, on failure, the error.
+// An exception is shown short by default — the innermost frame of the cell's own code with its source
+// line, then `ExceptionType: message` — because that is what a reader (or an agent's context window)
+// needs to act; `--traceback` shows every frame. JSON mode: exactly one object, the ExecResult.
+import { isTextMime } from "../display.ts";
+import { utf8Length, utf8Prefix } from "../output.ts";
+import type { ExecResult, ExecStatus } from "../protocol.ts";
+
+const EXIT_FOR_STATUS: Record<ExecStatus, number> = { ok: 0, error: 1, timeout: 124, interrupted: 130, died: 125 };
+
+export function exitCodeFor(result: Pick<ExecResult, "status">): number {
+  return EXIT_FOR_STATUS[result.status] ?? 125;
+}
+
+export type RenderOptions = {
+  /** Show every traceback frame instead of the short form. */
+  traceback?: boolean;
+  /** Colour the error line (only ever on a terminal, never with NO_COLOR). */
+  color?: boolean;
+  /** The cell's stdout/stderr were already streamed live (see LiveEcho): print only what is left. */
+  echoed?: { stdout: string; stderr: string };
+};
+
+export type Rendered = { stdout: string; stderr: string };
+
+export function renderJson(result: ExecResult): string {
+  return `${JSON.stringify(result)}\n`;
+}
+
+export function renderText(result: ExecResult, options: RenderOptions = {}): Rendered {
+  let out = remainder(result.stdout, options.echoed?.stdout);
+  let err = remainder(result.stderr, options.echoed?.stderr);
+  for (const item of result.display) out = line(out, renderDisplay(item));
+  if (result.value !== null) out = line(out, result.value);
+  if (result.restored) {
+    const r = result.restored;
+    const failed = r.failed.length ? `; could not restore ${r.failed.map((f) => f.name).join(", ")}` : "";
+    err = line(err, `awrepl: restored ${r.restored.length} name(s) from ${r.source}${failed}`);
+  }
+  if (result.notice) err = line(err, `awrepl: ${result.notice}`);
+  if (result.status !== "ok") {
+    const text = formatFailure(result, options.traceback ?? false);
+    if (text) err = line(err, options.color ? colorLastLine(text) : text);
+  }
+  return { stdout: out, stderr: err };
+}
+
+/** What is left of a stream after its live echo: the echo is a prefix of the kept text. */
+function remainder(kept: string, echoed: string | undefined): string {
+  if (!echoed) return kept;
+  if (kept.startsWith(echoed)) return kept.slice(echoed.length);
+  // The session kept a shorter head than was echoed (it ran with a smaller limit): print from where
+  // the two part (the marker line and the tail) rather than repeat what was shown.
+  let common = 0;
+  while (common < echoed.length && kept.charCodeAt(common) === echoed.charCodeAt(common)) common++;
+  return kept.slice(common);
+}
+
+/** Appends `text` as its own line(s), starting a fresh line when `acc` ends mid-line. */
+function line(acc: string, text: string): string {
+  const sep = acc === "" || acc.endsWith("\n") ? "" : "\n";
+  return `${acc}${sep}${text}${text.endsWith("\n") ? "" : "\n"}`;
+}
+
+function renderDisplay(item: Record<string, string>): string {
+  const parts: string[] = [];
+  const mimes = Object.keys(item);
+  // One text form is enough; text/plain is the one a terminal (and an agent) reads best.
+  const textMime = mimes.includes("text/plain") ? "text/plain" : mimes.find(isTextMime);
+  if (textMime) parts.push(item[textMime] ?? "");
+  for (const mime of mimes) if (!isTextMime(mime)) parts.push(`[${mime}] ${item[mime]}`);
+  return parts.join("\n");
+}
+
+/** The error text for a failed cell: short or full traceback, ending in `ExceptionType: message`. */
+export function formatFailure(result: ExecResult, full: boolean): string {
+  const exception = result.exception ?? statusWord(result);
+  const tb = result.traceback.replace(/\n+$/, "");
+  if (!tb) return exception;
+  let text = full ? tb : shortTraceback(tb);
+  if (result.exception && !text.endsWith(result.exception.replace(/\n+$/, ""))) text = `${text}\n${result.exception}`;
+  return text;
+}
+
+function statusWord(result: ExecResult): string {
+  switch (result.status) {
+    case "timeout":
+      return "TimeoutError: the cell exceeded its timeout";
+    case "interrupted":
+      return "KeyboardInterrupt";
+    case "died":
+      return "WorkerDied: the Python process exited";
+    default:
+      return "Error";
+  }
+}
+
+type Frame = { lines: string[]; inCell: boolean };
+const FRAME = /^ {2}File "([^"]*)", line \d+/;
+
+/**
+ * The short form of a Python traceback: the innermost frame in the cell's own code (`<cell-N>`) with
+ * its source and caret lines, a one-line note when frames were left out, and the exception text.
+ * Chained exceptions keep only the last one (the one that ended the cell). Text that does not look
+ * like a traceback is returned whole.
+ */
+export function shortTraceback(tb: string): string {
+  const all = tb.split("\n");
+  const start = all.findLastIndex((l) => l.startsWith("Traceback (most recent call last):"));
+  const lines = start >= 0 ? all.slice(start + 1) : all;
+  const frames: Frame[] = [];
+  let i = 0;
+  for (; i < lines.length; i++) {
+    const l = lines[i] as string;
+    const m = FRAME.exec(l);
+    if (m) frames.push({ lines: [l], inCell: (m[1] ?? "").startsWith("<cell-") });
+    else if (frames.length && l.startsWith("    ")) frames[frames.length - 1]?.lines.push(l);
+    else if (l.startsWith("  ") && frames.length) frames[frames.length - 1]?.lines.push(l); // "[Previous line repeated N more times]"
+    else break;
+  }
+  const exception = lines.slice(i).join("\n");
+  if (frames.length === 0) return start >= 0 ? exception : tb;
+  const cellFrame = frames.findLast((f) => f.inCell) ?? (frames[frames.length - 1] as Frame);
+  const kept = [cellFrame];
+  const innermost = frames[frames.length - 1] as Frame;
+  if (innermost !== cellFrame) kept.push(innermost);
+  const omitted = frames.length - kept.length;
+  const note = omitted > 0 ? [`  [${omitted} more frame${omitted === 1 ? "" : "s"}: --traceback shows them]`] : [];
+  const body = kept.length === 2 ? [...(kept[0] as Frame).lines, ...note, ...innermost.lines] : [...note, ...cellFrame.lines];
+  return [...body, exception].join("\n");
+}
+
+function colorLastLine(text: string): string {
+  const cut = text.lastIndexOf("\n", text.length - 2);
+  return `${text.slice(0, cut + 1)}\x1b[1;31m${text.slice(cut + 1).replace(/\n$/, "")}\x1b[0m`;
+}
+
+/** Colour only on a terminal, and never when NO_COLOR is set (https://no-color.org) or TERM=dumb. */
+export function useColor(isTTY: boolean | undefined, env: NodeJS.ProcessEnv = process.env): boolean {
+  return Boolean(isTTY) && !env.NO_COLOR && env.TERM !== "dumb";
+}
+
+/**
+ * Streams a cell's output as it arrives, but only as much as the session keeps as the head of its
+ * truncated result (the first half of the limit): the rest — marker line and tail — is printed from
+ * the result at the end, so the terminal shows exactly the text the result holds and an endless
+ * printer cannot flood the screen or an agent's context.
+ */
+export class LiveEcho {
+  private headLeft: number;
+  readonly echoed = { stdout: "", stderr: "" };
+
+  constructor(
+    limit: number,
+    private readonly write: (stream: "stdout" | "stderr", text: string) => void,
+  ) {
+    this.headLeft = Math.ceil(Math.max(0, limit) / 2);
+  }
+
+  output(stream: "stdout" | "stderr", text: string): void {
+    if (this.headLeft <= 0 || text === "") return;
+    const bytes = utf8Length(text);
+    let piece = text;
+    if (bytes <= this.headLeft) this.headLeft -= bytes;
+    else {
+      piece = utf8Prefix(text, this.headLeft)[0];
+      this.headLeft = 0;
+    }
+    if (piece === "") return;
+    this.echoed[stream] += piece;
+    this.write(stream, piece);
+  }
+}
+
+/** Writes to stdout/stderr and resolves once the text is handed to the OS (so exit loses nothing). */
+export function writeStream(stream: "stdout" | "stderr", text: string): Promise<void> {
+  if (text === "") return Promise.resolve();
+  const target = stream === "stdout" ? process.stdout : process.stderr;
+  return new Promise((resolve) => {
+    target.write(text, () => resolve());
+  });
+}
+
+export async function writeRendered(r: Rendered): Promise<void> {
+  await Promise.all([writeStream("stdout", r.stdout), writeStream("stderr", r.stderr)]);
+}

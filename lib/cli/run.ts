@@ -1,0 +1,148 @@
+// `awrepl run`: read the cell, run it in an ephemeral worker (no session) or in a supervisor-held
+// session (--session / AWREPL_SESSION), stream its output, render the result, return the exit status.
+//
+// This module is on the hot path (`awrepl -s s run "1+1"`), so it imports nothing heavy at the top:
+// the session, the client and the config loader are loaded when the call needs them, and
+// parseFastRun lets main() skip building the commander program for a well-formed `run` command.
+import { ExitCode } from "../errors.ts";
+import { SESSION_NAME } from "../paths.ts";
+import type { ExecResult } from "../protocol.ts";
+import type { ExecuteOptions, Session } from "../types.ts";
+import type { CliContext } from "./context.ts";
+import { readCell } from "./input.ts";
+import { LiveEcho, exitCodeFor, renderJson, renderText, useColor, writeRendered, writeStream } from "./render.ts";
+
+export type RunArgs = {
+  code?: string;
+  file?: string;
+  json?: boolean;
+  traceback?: boolean;
+  timeoutMs?: number;
+  maxOutputBytes?: number;
+  python?: string;
+};
+
+/** The id an ephemeral `run` gives its worker; the result reports `session: null`. */
+const EPHEMERAL_ID = "run";
+
+export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number> {
+  const name = ctx.session();
+  const code = await readCell({ code: args.code, file: args.file });
+  const config = ctx.config();
+  const timeoutMs = args.timeoutMs ?? config.timeoutMs;
+  const maxOutputBytes = args.maxOutputBytes ?? config.maxOutputBytes;
+  const python = args.python ?? config.python;
+
+  // Ctrl-C interrupts the cell, not the session; a second Ctrl-C gives up waiting.
+  const abort = new AbortController();
+  let interrupts = 0;
+  const onSigint = () => {
+    interrupts++;
+    if (interrupts === 1) abort.abort();
+    else process.exit(ExitCode.interrupted);
+  };
+  process.on("SIGINT", onSigint);
+
+  let session: Session | undefined;
+  try {
+    if (name !== undefined) {
+      // How the session is created if it does not exist yet; an existing one keeps its interpreter.
+      const [{ attach }, { attachOptions }] = await Promise.all([import("../client.ts"), import("./remote.ts")]);
+      session = await attach(name, attachOptions(ctx, args.python));
+    } else {
+      const [{ ReplSession }, { stateDir }] = await Promise.all([import("../session.ts"), import("../paths.ts")]);
+      const options = { timeoutMs, maxOutputBytes, graceMs: config.graceMs, python, cwd: process.cwd(), home: stateDir(ctx.env) };
+      session = await ReplSession.start(EPHEMERAL_ID, options);
+    }
+    if (abort.signal.aborted) return ExitCode.interrupted;
+
+    const live = args.json ? undefined : new LiveEcho(maxOutputBytes, (stream, text) => void writeStream(stream, text));
+    const execOptions: ExecuteOptions = { timeoutMs, maxOutputBytes, signal: abort.signal };
+    if (live) execOptions.onOutput = (stream, text) => live.output(stream, text);
+    const result: ExecResult = await session.execute(code, execOptions);
+    if (name === undefined) result.session = null;
+
+    if (args.json) await writeStream("stdout", renderJson(result));
+    else {
+      const color = useColor(process.stderr.isTTY, ctx.env);
+      await writeRendered(renderText(result, { traceback: args.traceback, color, echoed: live?.echoed }));
+    }
+    return exitCodeFor(result);
+  } finally {
+    process.off("SIGINT", onSigint);
+    // close() ends an ephemeral worker; for a named session it only detaches (the session stays).
+    await session?.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fast path: a well-formed `run` command parsed without commander (it costs ~6 ms per start).
+// It accepts only what commander would accept with the same meaning; anything else — an unknown or
+// malformed option, a bad session name, --help — returns null and commander parses it (and reports
+// any error), so there is one source of error messages.
+// ---------------------------------------------------------------------------------------------
+
+export type FastRun = { session?: string; run: RunArgs };
+
+const NUMBER = /^\d+$/;
+
+export function parseFastRun(argv: readonly string[]): FastRun | null {
+  let session: string | undefined;
+  let python: string | undefined;
+  const run: RunArgs = {};
+  let sawRun = false;
+  let positional: string | undefined;
+  let endOfOptions = false;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    const next = (): string | undefined => argv[++i];
+    if (endOfOptions || !arg.startsWith("-") || arg === "-") {
+      if (!sawRun) {
+        if (arg !== "run" || endOfOptions) return null;
+        sawRun = true;
+      } else {
+        if (positional !== undefined) return null;
+        positional = arg;
+      }
+      continue;
+    }
+    const eq = arg.indexOf("=");
+    const flag = arg.startsWith("--") && eq > 0 ? arg.slice(0, eq) : arg;
+    const inline = arg.startsWith("--") && eq > 0 ? arg.slice(eq + 1) : undefined;
+    const value = (): string | undefined => (inline !== undefined ? inline : next());
+    if (flag === "--") {
+      if (!sawRun) return null;
+      endOfOptions = true;
+    } else if (flag === "-s" || flag === "--session") {
+      if (inline !== undefined && flag === "-s") return null;
+      const v = value();
+      if (v === undefined || !SESSION_NAME.test(v)) return null;
+      session = v;
+    } else if (flag === "--python") {
+      const v = value();
+      if (v === undefined || v.startsWith("-") || v.trim() === "") return null;
+      python = v;
+    } else if (!sawRun) {
+      return null; // run's own options are not program options
+    } else if (inline === undefined && (flag === "--json" || flag === "--traceback")) {
+      if (flag === "--json") run.json = true;
+      else run.traceback = true;
+    } else if (flag === "--timeout" || flag === "--max-output") {
+      const v = value();
+      if (v === undefined || !NUMBER.test(v)) return null;
+      if (flag === "--timeout") run.timeoutMs = Number(v);
+      else run.maxOutputBytes = Number(v);
+    } else if ((flag === "-f" || flag === "--file") && inline === undefined) {
+      const v = next();
+      if (v === undefined || (v.startsWith("-") && v !== "-")) return null;
+      if (run.file !== undefined) return null;
+      run.file = v;
+    } else {
+      return null;
+    }
+  }
+  if (!sawRun) return null;
+  if (positional !== undefined) run.code = positional;
+  if (python !== undefined) run.python = python;
+  return { session, run };
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# `npm test`: build the binary, type-check, run every bun test suite (lib/ and tests/, which includes
+# the compiled binary's end-to-end tests), run the runtime protocol tests again on the oldest and newest
+# supported Pythons, and end with the plain line `N passed, N failed` summed over every run.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+BUN=./node_modules/.bin/bun
+PY39=/root/.pyenv/versions/3.9.18/bin/python3
+PY313=/root/.pyenv/versions/3.13.0/bin/python3
+passed=0
+failed=0
+problems=()
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+step() { printf '\n== %s\n' "$*"; }
+
+# Runs one `bun test` invocation, shows its output, and adds its summary to the totals.
+run_bun_test() {
+  local label=$1
+  shift
+  step "$label"
+  "$@" 2>&1 | tee "$log"
+  local status=${PIPESTATUS[0]}
+  local p f
+  p=$(grep -E '^ *[0-9]+ pass$' "$log" | tail -1 | grep -oE '[0-9]+')
+  f=$(grep -E '^ *[0-9]+ fail$' "$log" | tail -1 | grep -oE '[0-9]+')
+  passed=$((passed + ${p:-0}))
+  failed=$((failed + ${f:-0}))
+  if [ "$status" -ne 0 ] && [ "${f:-0}" -eq 0 ]; then
+    # bun test failed without counting a failed test (a file that does not load, a crash): count it.
+    failed=$((failed + 1))
+    problems+=("$label: bun test exited $status")
+  fi
+}
+
+step "build dist/awrepl"
+if ! npm run --silent build; then
+  problems+=("build failed")
+  failed=$((failed + 1))
+fi
+
+step "tsc --noEmit"
+if ! ./node_modules/.bin/tsc --noEmit; then
+  problems+=("tsc --noEmit failed")
+  failed=$((failed + 1))
+fi
+
+# Every suite, one bun test run (the e2e tests use the binary built above).
+run_bun_test "bun test lib/ tests/" "$BUN" test --timeout 60000 lib/ tests/
+
+# The runtime protocol on the oldest and the newest supported interpreter.
+for py in "$PY39" "$PY313"; do
+  if [ ! -d tests/runtime ]; then
+    echo "skip: tests/runtime does not exist yet"
+    break
+  fi
+  if [ -x "$py" ]; then
+    AWREPL_TEST_PYTHON="$py" run_bun_test "tests/runtime with $py" "$BUN" test --timeout 60000 tests/runtime
+  else
+    step "tests/runtime with $py"
+    echo "skip: $py is not installed on this machine"
+  fi
+done
+
+echo
+for p in "${problems[@]}"; do echo "problem: $p"; done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
