@@ -1,6 +1,376 @@
-// The background supervisor (filled in next).
-import type { ClientOptions } from "./supervisor_paths.ts";
+// The background supervisor: one per state directory, started detached by the first client that needs
+// it (lib/client_start.ts), holding named sessions (lib/supervisor_sessions.ts) and serving the
+// client <-> supervisor protocol (lib/protocol.ts, docs/supervisor-protocol.md) on its socket.
+// It exits on `stop`, on SIGTERM/SIGINT/SIGHUP, after idleExitMs with no sessions and no clients, or
+// when its socket is taken away; every exit closes every worker first. If it is SIGKILLed, the
+// workers see EOF on their stdin and exit by themselves (runtime.py).
+import { chmodSync, lstatSync, mkdirSync, statSync, unlinkSync } from "node:fs";
+import { connect as netConnect, type Server, type Socket } from "node:net";
+import { dirname } from "node:path";
+import { builtinConfig, type Config, loadConfig } from "./config.ts";
+import { AwreplError } from "./errors.ts";
+import { ensurePrivateDir } from "./paths.ts";
+import type { ClientRequest, RequestId, SessionSpec, SupervisorReply } from "./protocol.ts";
+import { ReplSession } from "./session.ts";
+import { acquireStartLock } from "./supervisor_lock.ts";
+import { AWREPL_VERSION, type ClientOptions, resolveHome, SUPERVISOR_PROTOCOL, type SupervisorPaths, supervisorPaths } from "./supervisor_paths.ts";
+import { parseRequestLine } from "./supervisor_requests.ts";
+import { asAwreplError, type Call, processRss, SessionTable } from "./supervisor_sessions.ts";
+import { listenSocket, shortSocketDir, wireLines } from "./transport.ts";
 
-export async function runSupervisor(_options: ClientOptions = {}): Promise<number> {
-  throw new Error("The supervisor is not written yet");
+/** Longest request line: a cell's code travels in one line. */
+const MAX_REQUEST_BYTES = 64 * 1024 * 1024;
+/** Live output for a client that does not read is dropped past this much unsent data. */
+const MAX_BACKLOG_BYTES = 32 * 1024 * 1024;
+/** How often the supervisor checks that its socket is still its own. */
+const SOCKET_CHECK_MS = 10_000;
+
+type Connection = {
+  socket: Socket;
+  hello: "pending" | "ok" | "mismatch";
+  /** Live output bytes dropped because the client read too slowly (reported once it catches up). */
+  dropped: number;
+};
+
+export async function runSupervisor(options: ClientOptions = {}): Promise<number> {
+  const env = options.env ?? process.env;
+  const home = ensurePrivateDir(resolveHome(options));
+  const paths = supervisorPaths(home);
+  const log = (line: string) => process.stderr.write(`${new Date().toISOString()} [${process.pid}] ${line}\n`);
+
+  const lock = acquireStartLock(paths.lock);
+  if (!lock) {
+    log("another supervisor is starting; leaving it to that one");
+    return 0;
+  }
+  let server: Server;
+  let supervisor: Supervisor;
+  try {
+    if (await socketAnswers(paths.socket)) {
+      log("a supervisor already answers on the socket; exiting");
+      return 0;
+    }
+    if (dirname(paths.socket) === shortSocketDir()) ensureShortSocketDir(paths.socket);
+    removeStaleSocket(paths.socket, log);
+    supervisor = new Supervisor(paths, readConfig(env, home, log), log);
+    server = await listenSocket(paths.socket, (socket) => supervisor.accept(socket));
+    if (process.platform !== "win32") chmodSync(paths.socket, 0o600);
+  } finally {
+    lock.release();
+  }
+  log(`supervisor ${AWREPL_VERSION} (protocol ${SUPERVISOR_PROTOCOL}) listening on ${paths.socket}`);
+  return supervisor.serve(server);
+}
+
+class Supervisor {
+  private readonly sessions: SessionTable;
+  private readonly connections = new Set<Connection>();
+  private readonly startedAt = Date.now();
+  private server: Server | null = null;
+  private socketIno = 0;
+  private idleTimer: ReturnType<typeof setTimeout> | null = null;
+  private stopping: Promise<void> | null = null;
+  private finished!: (code: number) => void;
+
+  constructor(
+    private readonly paths: SupervisorPaths,
+    private readonly config: Config,
+    private readonly log: (line: string) => void,
+  ) {
+    this.sessions = new SessionTable((name, spec) => this.startSession(name, spec), () => this.checkIdle(), log);
+  }
+
+  serve(server: Server): Promise<number> {
+    this.server = server;
+    this.socketIno = socketInode(this.paths.socket);
+    const done = new Promise<number>((resolve) => {
+      this.finished = resolve;
+    });
+    for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
+      process.on(signal, () => void this.shutdown(`received ${signal}`));
+    }
+    // A bug in one request's handling must not take every session down with it.
+    process.on("uncaughtException", (err) => this.log(`uncaught exception: ${err?.stack ?? err}`));
+    process.on("unhandledRejection", (err) => this.log(`unhandled rejection: ${(err as Error)?.stack ?? err}`));
+    setInterval(() => this.checkSocket(), SOCKET_CHECK_MS).unref();
+    this.checkIdle();
+    return done;
+  }
+
+  accept(socket: Socket): void {
+    const conn: Connection = { socket, hello: "pending", dropped: 0 };
+    this.connections.add(conn);
+    this.checkIdle();
+    wireLines(
+      socket,
+      MAX_REQUEST_BYTES,
+      (line) => this.onLine(conn, line),
+      () => {
+        this.connections.delete(conn);
+        this.sessions.dropOwner(conn);
+        this.checkIdle();
+      },
+      (err) => JSON.stringify({ type: "error", id: null, code: "protocol", message: `${err.message}: closing the connection` }),
+    );
+  }
+
+  private onLine(conn: Connection, line: string): void {
+    const parsed = parseRequestLine(line);
+    if ("error" in parsed) {
+      this.reply(conn, { type: "error", id: parsed.id, code: parsed.error.code, message: parsed.error.message });
+      return;
+    }
+    const request = parsed.request;
+    if (request.op === "hello") {
+      const ok = request.protocol === SUPERVISOR_PROTOCOL && request.version === AWREPL_VERSION;
+      if (!ok) this.log(`client of version ${request.version} (protocol ${request.protocol}) connected; this is ${AWREPL_VERSION}`);
+      conn.hello = ok ? "ok" : "mismatch";
+      this.reply(conn, { type: "hello", ok, protocol: SUPERVISOR_PROTOCOL, version: AWREPL_VERSION, pid: process.pid });
+      return;
+    }
+    if (request.op === "stop") {
+      // Accepted whatever the hello said: a client of another version replaces us this way.
+      this.reply(conn, { type: "ok", id: request.id ?? null, value: null });
+      void this.shutdown("stop requested");
+      return;
+    }
+    if (conn.hello !== "ok") {
+      const [code, message] =
+        conn.hello === "pending"
+          ? ["protocol", "The first request must be hello"]
+          : ["version_mismatch", `This supervisor is awrepl ${AWREPL_VERSION} (protocol ${SUPERVISOR_PROTOCOL}); stop it and start your own`];
+      this.reply(conn, { type: "error", id: request.id, code, message });
+      return;
+    }
+    if (this.stopping) {
+      this.reply(conn, { type: "error", id: request.id, code: "supervisor_unreachable", message: "The supervisor is stopping" });
+      return;
+    }
+    try {
+      this.dispatch(conn, request);
+    } catch (err) {
+      const error = asAwreplError(err);
+      this.reply(conn, { type: "error", id: request.id, code: error.code, message: error.message });
+    }
+  }
+
+  private dispatch(conn: Connection, request: Exclude<ClientRequest, { op: "hello" } | { op: "stop" }>): void {
+    const ok = (id: RequestId, value: unknown) => this.reply(conn, { type: "ok", id, value });
+    switch (request.op) {
+      case "interrupt":
+        void this.sessions.interrupt(request.session).then((interrupted) => ok(request.id, { interrupted }));
+        return;
+      case "cancel":
+        ok(request.id, { cancelled: this.sessions.cancel(conn, request.target) });
+        return;
+      case "close":
+        void this.sessions.close(request.session).then((closed) => ok(request.id, { closed }));
+        return;
+      case "close_all":
+        void this.sessions.closeAll().then((closed) => ok(request.id, { closed }));
+        return;
+      case "list":
+        ok(request.id, this.sessions.list());
+        return;
+      case "status":
+        ok(request.id, this.status());
+        return;
+    }
+    // Everything else runs in the session's FIFO.
+    const { id, session: name } = request;
+    let created = false;
+    const call: Call = {
+      owner: conn,
+      id,
+      abort: new AbortController(),
+      fail: (error) => this.reply(conn, { type: "error", id, code: error.code, message: error.message }),
+      run: async (session, signal) => {
+        switch (request.op) {
+          case "open":
+            return ok(id, { created, pid: session.pid });
+          case "execute": {
+            const stream = request.stream === true;
+            const result = await session.execute(request.code, {
+              timeoutMs: request.timeoutMs,
+              maxOutputBytes: request.maxOutputBytes,
+              signal,
+              onOutput: stream ? (s, text) => this.stream(conn, { type: s, id, text }, text.length) : undefined,
+              onDisplay: stream ? (item) => this.stream(conn, { type: "display", id, item }, 0) : undefined,
+            });
+            result.session = name;
+            this.reply(conn, { type: "result", id, result });
+            return;
+          }
+          case "variables":
+            return ok(id, await session.variables());
+          case "inspect":
+            return ok(id, await session.inspect(request.name));
+          case "reset":
+            await session.reset();
+            return ok(id, null);
+          case "complete":
+            return ok(id, await session.complete(request.code, request.cursor));
+          case "is_complete":
+            return ok(id, await session.isComplete(request.code));
+          case "snapshot":
+            return ok(id, await session.snapshot(request.path));
+          case "restore":
+            return ok(id, await session.restore(request.path));
+        }
+      },
+    };
+    created = this.sessions.submit(name, request.spec, call);
+  }
+
+  private startSession(name: string, spec: SessionSpec): Promise<ReplSession> {
+    return ReplSession.start(name, {
+      python: spec.python ?? this.config.python,
+      cwd: spec.cwd,
+      env: spec.env,
+      timeoutMs: spec.timeoutMs ?? this.config.timeoutMs,
+      maxOutputBytes: spec.maxOutputBytes ?? this.config.maxOutputBytes,
+      graceMs: spec.graceMs ?? this.config.graceMs,
+      home: this.paths.home,
+    });
+  }
+
+  private status() {
+    return {
+      pid: process.pid,
+      version: AWREPL_VERSION,
+      protocol: SUPERVISOR_PROTOCOL,
+      socket: this.paths.socket,
+      log: this.paths.log,
+      home: this.paths.home,
+      uptime_ms: Date.now() - this.startedAt,
+      sessions: this.sessions.size,
+      connections: this.connections.size,
+      idle_exit_ms: this.config.idleExitMs,
+      rss_bytes: processRss(process.pid),
+    };
+  }
+
+  private reply(conn: Connection, message: SupervisorReply): void {
+    const socket = conn.socket;
+    if (socket.destroyed || !socket.writable) return;
+    socket.write(JSON.stringify(message) + "\n");
+  }
+
+  /** Live output: dropped (and counted) while the client has too much unread. */
+  private stream(conn: Connection, message: SupervisorReply, size: number): void {
+    if (conn.socket.writableLength > MAX_BACKLOG_BYTES) {
+      conn.dropped += size;
+      return;
+    }
+    if (conn.dropped > 0 && message.type !== "display") {
+      const note = `\n[awrepl: ${conn.dropped} characters of live output not shown: the client read too slowly]\n`;
+      conn.dropped = 0;
+      this.reply(conn, { type: "stderr", id: (message as { id: RequestId }).id, text: note });
+    }
+    this.reply(conn, message);
+  }
+
+  private checkIdle(): void {
+    const idle = this.sessions.size === 0 && this.connections.size === 0 && this.config.idleExitMs > 0;
+    if (!idle) {
+      if (this.idleTimer) clearTimeout(this.idleTimer);
+      this.idleTimer = null;
+      return;
+    }
+    this.idleTimer ??= setTimeout(() => {
+      this.idleTimer = null;
+      if (this.sessions.size === 0 && this.connections.size === 0) void this.shutdown(`idle for ${this.config.idleExitMs} ms`);
+    }, this.config.idleExitMs);
+  }
+
+  /** Another supervisor took the socket path (or it was deleted): nobody can reach us any more. */
+  private checkSocket(): void {
+    if (this.stopping || process.platform === "win32") return;
+    if (socketInode(this.paths.socket) !== this.socketIno) void this.shutdown(`socket ${this.paths.socket} was removed or replaced`);
+  }
+
+  shutdown(reason: string): Promise<void> {
+    this.stopping ??= (async () => {
+      this.log(`stopping: ${reason}`);
+      if (this.idleTimer) clearTimeout(this.idleTimer);
+      this.server?.close();
+      // Unlink first, so a new client starts a new supervisor instead of reaching this one.
+      if (process.platform !== "win32" && socketInode(this.paths.socket) === this.socketIno) {
+        try {
+          unlinkSync(this.paths.socket);
+        } catch {
+          // already gone
+        }
+      }
+      // (Persistence hooks in here: snapshot every session before closing it.)
+      const closing = this.sessions.closeAll();
+      const timeout = new Promise((r) => setTimeout(r, 10_000).unref());
+      await Promise.race([closing, timeout]);
+      for (const conn of this.connections) conn.socket.end();
+      this.log("stopped");
+      this.finished(0);
+    })();
+    return this.stopping;
+  }
+}
+
+function readConfig(env: NodeJS.ProcessEnv, home: string, log: (line: string) => void): Config {
+  try {
+    return loadConfig({ env, cwd: home });
+  } catch (err) {
+    log(`config ignored: ${(err as Error).message}`);
+    return builtinConfig;
+  }
+}
+
+/** True when something accepts connections on the socket (a live supervisor). */
+function socketAnswers(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = netConnect(path);
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve(true); // it exists and is slow: do not steal it
+    }, 2000);
+    socket.once("connect", () => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => {
+      clearTimeout(timer);
+      resolve(false);
+    });
+  });
+}
+
+function removeStaleSocket(path: string, log: (line: string) => void): void {
+  if (process.platform === "win32") return;
+  try {
+    const st = lstatSync(path);
+    if (!st.isSocket()) throw new AwreplError("internal", `${path} exists and is not a socket; remove it`);
+    unlinkSync(path);
+    log(`removed stale socket ${path}`);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  }
+}
+
+/** /tmp/awrepl-<uid>: ours, a real directory, private. Anything else is refused, not used. */
+function ensureShortSocketDir(socket: string): void {
+  const dir = dirname(socket);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const st = lstatSync(dir);
+  const uid = process.getuid?.();
+  if (!st.isDirectory() || (uid !== undefined && st.uid !== uid)) {
+    throw new AwreplError("internal", `${dir} is not a directory owned by this user; refusing to put the socket there`);
+  }
+  if ((st.mode & 0o077) !== 0) chmodSync(dir, 0o700);
+}
+
+function socketInode(path: string): number {
+  try {
+    return statSync(path).ino;
+  } catch {
+    return -1;
+  }
 }

@@ -171,22 +171,30 @@ function connectNode(path: string, handlers: LineHandlers): Promise<LineConnecti
   });
 }
 
-/** Feeds a node:net socket's data to `onLine`; calls `onClose` once. Over-long lines close the socket. */
+/**
+ * Feeds a node:net socket's data to `onLine`; calls `onClose` once. A line over `maxLineBytes`
+ * ends the connection, after `lastWords` (if given) has been written to the peer.
+ */
 export function wireLines(
   socket: Socket,
   maxLineBytes: number,
   onLine: (line: string) => void,
   onClose: (error?: Error) => void,
+  lastWords?: (error: RangeError) => string,
 ): void {
   const splitter = new LineSplitter(maxLineBytes);
   let error: Error | undefined;
   socket.on("data", (chunk: Buffer) => {
+    if (error) return;
     let lines: string[];
     try {
       lines = splitter.push(chunk);
     } catch (err) {
       error = err as Error;
-      socket.destroy();
+      socket.pause();
+      if (lastWords) socket.end(lastWords(err as RangeError) + "\n", () => socket.destroy());
+      else socket.destroy();
+      setTimeout(() => socket.destroy(), 1000).unref();
       return;
     }
     for (const line of lines) {

@@ -138,7 +138,8 @@ export function registerRemoteCommands(program: Command, ctx: CliContext): void 
     .description("run the supervisor in the foreground (started by the client)")
     .action(async () => {
       const { runSupervisor } = await import("../supervisor.ts");
-      process.exitCode = await runSupervisor({ env: ctx.env });
+      // Exit explicitly: nothing the supervisor opened may keep a finished supervisor alive.
+      process.exit(await runSupervisor({ env: ctx.env }));
     });
 }
 
