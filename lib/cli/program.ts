@@ -161,6 +161,8 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
 
   const { registerRemoteCommands } = await import("./remote.ts");
   registerRemoteCommands(program, ctx);
+  const { registerServeCommand } = await import("./serve.ts");
+  registerServeCommand(program, ctx, setExit);
 
   // A bad --session is reported before any command runs, whether or not that command uses it.
   program.hook("preAction", () => {
