@@ -101,7 +101,7 @@ function checkCount(obj: Record<string, unknown>, key: string, prefix = ""): voi
 }
 
 function usage(message: string): AwreplError {
-  return new AwreplError("usage", message.charAt(0).toUpperCase() + message.slice(1));
+  return new AwreplError("usage", `Field ${message}`);
 }
 
 function protocolError(message: string): AwreplError {
