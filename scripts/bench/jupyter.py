@@ -130,7 +130,7 @@ def measure_interrupt(km, kc, code, runs, settle_s=0.3, give_up_s=5.0):
     A cell that ignores the interrupt for give_up_s counts as a failure; the kernel is restarted then.
     """
     samples, failures = [], 0
-    for _ in range(runs):
+    for run in range(runs):
         msg_id = kc.execute(code, stop_on_error=False)  # or the kernel aborts the next request
         time.sleep(settle_s)  # let the cell reach its loop / its await
         start = time.perf_counter()
@@ -149,9 +149,10 @@ def measure_interrupt(km, kc, code, runs, settle_s=0.3, give_up_s=5.0):
                 reply = msg
         if reply is None:
             failures += 1
-            log(f"no reply {give_up_s:g} s after interrupting {code!r}: restarting the kernel")
-            km.restart_kernel(now=True)
-            wait_connected(kc)
+            log(f"no reply {give_up_s:g} s after interrupting {code!r}")
+            if run + 1 < runs:  # the kernel is stuck in the cell; the caller shuts it down after the last run
+                km.restart_kernel(now=True)
+                wait_connected(kc)
             continue
         samples.append((time.perf_counter() - start) * 1000)
         assert reply["content"]["status"] == "error", reply["content"]
@@ -182,12 +183,16 @@ def main():
     figures = {}
     log("baseline: python3 -c pass")
     figures["baseline_python_c_pass"] = figure("ms", measure_baseline(3 if args.smoke else 3 * runs))
-    log("kernel start to first result")
-    figures["kernel_start_to_result"] = figure("ms", measure_kernel_start(runs))
+    if not args.smoke:
+        log("kernel start to first result")
+        figures["kernel_start_to_result"] = figure("ms", measure_kernel_start(runs))
+    start = time.perf_counter()
     km, kc = start_kernel()
     try:
         wait_connected(kc)
-        run_cell(kc, "x = 0")
+        run_cell(kc, "x = 0; 1+1")
+        if args.smoke:  # the one start the smoke run makes is its sample
+            figures["kernel_start_to_result"] = figure("ms", [(time.perf_counter() - start) * 1000])
         time.sleep(0.5 if args.smoke else 2)
         idle_kib = rss_kib(kernel_pid(km))
         figures["kernel_idle_rss_mib"] = figure("MiB", [idle_kib / 1024] if idle_kib else [])
@@ -214,8 +219,10 @@ def main():
         ):
             log(name)
             give_up_s = 1.0 if args.smoke else 5.0
-            samples, failures = measure_interrupt(km, kc, code, interrupts, give_up_s=give_up_s)
-            note = f"{failures} of {interrupts} interrupts got no reply within {give_up_s:g} s" if failures else ""
+            # ipykernel 6.17 never answers an interrupted await (measured): 3 tries show it, 7 only cost time.
+            count = min(3, interrupts) if "await" in code else interrupts
+            samples, failures = measure_interrupt(km, kc, code, count, give_up_s=give_up_s)
+            note = f"{failures} of {count} interrupts got no reply within {give_up_s:g} s" if failures else ""
             figures[name] = figure("ms", samples, note)
     finally:
         stop_kernel(km, kc)

@@ -1,0 +1,140 @@
+// `npm run bench`: every benchmark in one run, then one table of medians and ratios against the
+// baseline (`/usr/bin/python3 -c pass`) measured in the same run, with DESIGN.md's targets.
+//
+//   bun scripts/bench/all.ts [--smoke] [--json FILE] [--skip-jupyter]
+//
+// --smoke runs every script with tiny counts (the test suite uses it); --json writes every raw sample.
+// The machine is shared: read ratios, not absolute times, and rerun when the min and max disagree.
+import { existsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { cpus, loadavg, totalmem } from "node:os";
+import {
+  AWREPL_BIN,
+  type Figure,
+  type Figures,
+  log,
+  measureBaseline,
+  PYTHON,
+  REPO,
+  summarize,
+  timeSpawn,
+} from "./lib.ts";
+import { libraryFigures } from "./library.ts";
+import { memoryFigures } from "./memory.ts";
+import { renderRawTable, renderSummaryTable, SUMMARY_ROWS } from "./table.ts";
+
+type Section = { figures: Figures; skipped?: string };
+
+const args = process.argv.slice(2);
+const smoke = args.includes("--smoke");
+const jsonIndex = args.indexOf("--json");
+const jsonOut = jsonIndex >= 0 ? args[jsonIndex + 1] : undefined;
+const BUN = process.execPath;
+
+function ensureBinary(): void {
+  if (existsSync(AWREPL_BIN) && smoke) return;
+  log("building dist/awrepl");
+  timeSpawn([BUN, join(REPO, "scripts/build.ts")], { cwd: REPO, timeoutMs: 300_000 });
+}
+
+/** jupyter.py's figures, or why there are none (no /usr/bin/python3, no ipykernel). */
+function jupyterSection(): Section {
+  if (args.includes("--skip-jupyter")) return { figures: {}, skipped: "--skip-jupyter given" };
+  if (!existsSync(PYTHON)) return { figures: {}, skipped: `${PYTHON} does not exist` };
+  log("jupyter: running scripts/bench/jupyter.py");
+  const run = timeSpawn([PYTHON, join(REPO, "scripts/bench/jupyter.py"), ...(smoke ? ["--smoke"] : [])], {
+    timeoutMs: smoke ? 120_000 : 1_800_000,
+    allowFailure: true,
+  });
+  process.stderr.write(run.stderr);
+  if (run.exitCode !== 0) return { figures: {}, skipped: `jupyter.py exited with ${run.exitCode}` };
+  const report = JSON.parse(run.stdout) as { available: boolean; reason?: string; figures?: Figures; versions?: Record<string, string> };
+  if (!report.available) return { figures: {}, skipped: report.reason ?? "Jupyter is not available" };
+  return { figures: report.figures ?? {}, skipped: undefined };
+}
+
+/**
+ * A bench script owned by another module (runtime.ts, shell_call.ts). It is run as a subprocess so its
+ * state cannot leak into ours; it prints its figures as one JSON object on its last stdout line.
+ */
+function externalSection(script: string): Section {
+  const path = join(REPO, "scripts/bench", script);
+  if (!existsSync(path)) return { figures: {}, skipped: `${script} does not exist yet` };
+  log(`running ${script}`);
+  const run = timeSpawn([BUN, path, "--json", ...(smoke ? ["--smoke"] : [])], {
+    cwd: REPO,
+    timeoutMs: smoke ? 120_000 : 1_800_000,
+    allowFailure: true,
+  });
+  process.stderr.write(run.stderr);
+  if (run.exitCode !== 0) return { figures: {}, skipped: `${script} exited with ${run.exitCode}` };
+  const last = run.stdout.trim().split("\n").pop() ?? "";
+  try {
+    return { figures: JSON.parse(last) as Figures };
+  } catch {
+    process.stderr.write(run.stdout);
+    return { figures: {}, skipped: `${script} did not end its output with a JSON line of figures` };
+  }
+}
+
+async function guarded(name: string, measure: () => Promise<Figures>): Promise<Section> {
+  try {
+    return { figures: await measure() };
+  } catch (err) {
+    log(`${name} failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+    return { figures: {}, skipped: `${name} failed: ${err instanceof Error ? err.message : String(err)}` };
+  }
+}
+
+function machine(): string {
+  const python = timeSpawn([PYTHON, "-c", "import sys; print(sys.version.split()[0])"]).stdout.trim();
+  return [
+    `${cpus().length} × ${cpus()[0]?.model ?? "unknown CPU"}`,
+    `${(totalmem() / 2 ** 30).toFixed(0)} GiB`,
+    `Python ${python} (${PYTHON})`,
+    `Bun ${Bun.version}`,
+    `load ${loadavg().map((x) => x.toFixed(2)).join(" ")}`,
+  ].join(", ");
+}
+
+ensureBinary();
+const baselineRuns = smoke ? 3 : 21;
+log("baseline: /usr/bin/python3 -c pass");
+const before = measureBaseline(baselineRuns);
+const sections: Record<string, Section> = {
+  jupyter: jupyterSection(),
+  library: await guarded("library.ts", () => libraryFigures({ smoke })),
+  memory: await guarded("memory.ts", () => memoryFigures({ smoke })),
+  runtime: externalSection("runtime.ts"),
+  shell: externalSection("shell_call.ts"),
+};
+log("baseline again");
+const after = measureBaseline(baselineRuns);
+const baseline: Figure = { unit: "ms", samples: [...before.samples, ...after.samples], note: "before and after the run" };
+
+const awrepl: Figures = { baseline_python_c_pass: baseline };
+for (const [name, section] of Object.entries(sections)) {
+  if (name === "jupyter") continue;
+  Object.assign(awrepl, section.figures);
+}
+const jupyter = sections.jupyter!.figures;
+
+console.log(`awrepl benchmarks${smoke ? " (smoke: tiny counts, figures not meaningful)" : ""}`);
+console.log(`machine: ${machine()}`);
+console.log(`baseline /usr/bin/python3 -c pass: median ${summarize(baseline.samples).p50.toFixed(1)} ms (n=${baseline.samples.length})`);
+for (const [name, section] of Object.entries(sections)) {
+  if (section.skipped) console.log(`skipped ${name}: ${section.skipped}`);
+}
+console.log();
+console.log(renderSummaryTable(SUMMARY_ROWS, awrepl, jupyter));
+console.log();
+console.log(renderRawTable({ ...prefixed("awrepl", awrepl), ...prefixed("jupyter", jupyter) }));
+
+if (jsonOut) {
+  writeFileSync(jsonOut, JSON.stringify({ machine: machine(), smoke, awrepl, jupyter, skipped: Object.fromEntries(Object.entries(sections).map(([k, v]) => [k, v.skipped ?? null])) }, null, 1));
+  log(`raw samples written to ${jsonOut}`);
+}
+
+function prefixed(prefix: string, figures: Figures): Figures {
+  return Object.fromEntries(Object.entries(figures).map(([k, v]) => [`${prefix}.${k}`, v]));
+}

@@ -1,0 +1,177 @@
+// awrepl's library figures: execute("1+1") round trip (in-process ReplSession and a supervisor-held
+// session through attach()), new session to first result, interrupt latencies, and the 100 MB cell
+// through the supervisor (client side: this process's attach(), and a CLI client in its own process).
+//
+//   bun scripts/bench/library.ts [--smoke]      prints its figures as JSON
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { attach, daemonStatus, stopDaemon } from "../../lib/client.ts";
+import { ReplSession } from "../../lib/session.ts";
+import type { Session } from "../../lib/types.ts";
+import {
+  AWREPL_BIN,
+  bigOutputCell,
+  type Figures,
+  figure,
+  log,
+  procStatusMiB,
+  processesWithHome,
+  PYTHON,
+  tempHome,
+  timeSpawn,
+  withTimeout,
+} from "./lib.ts";
+
+export type BenchOptions = { smoke?: boolean };
+
+const CALL_MS = 30_000;
+
+/** execute("1+1") count times after a warm-up; samples in microseconds. */
+async function roundTrips(session: Session, count: number): Promise<number[]> {
+  for (let i = 0; i < Math.min(200, count); i++) await session.execute("1+1");
+  const samples: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const start = performance.now();
+    const result = await session.execute("1+1");
+    samples.push((performance.now() - start) * 1000);
+    if (result.value !== "2") throw new Error(`execute("1+1") gave ${JSON.stringify(result)}`);
+  }
+  return samples;
+}
+
+/** ReplSession.start() to the value of "1+1", a fresh worker each run. */
+async function newSessionToResult(home: string, runs: number): Promise<number[]> {
+  const warm = await ReplSession.start("warm", { home, python: PYTHON }); // writes the runtime cache once
+  await warm.close();
+  const samples: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const start = performance.now();
+    const session = await withTimeout(ReplSession.start(`new${i}`, { home, python: PYTHON }), CALL_MS, "ReplSession.start");
+    try {
+      const result = await withTimeout(session.execute("1+1"), CALL_MS, "first execute");
+      samples.push(performance.now() - start);
+      if (result.value !== "2") throw new Error(`First result was ${JSON.stringify(result)}`);
+    } finally {
+      await session.close();
+    }
+  }
+  return samples;
+}
+
+/**
+ * Milliseconds from interrupt() to the interrupted cell's result. The cell prints a marker first so the
+ * interrupt is sent only once it runs, then waits a little so it is inside its loop or await.
+ */
+async function interruptLatency(session: Session, body: string, runs: number): Promise<number[]> {
+  const samples: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    let markSeen!: () => void;
+    const started = new Promise<void>((resolve) => (markSeen = resolve));
+    const cell = session.execute(`print('started', flush=True)\n${body}`, {
+      timeoutMs: 0,
+      onOutput: (_stream, text) => text.includes("started") && markSeen(),
+    });
+    await withTimeout(started, CALL_MS, "the cell's start marker");
+    await Bun.sleep(100);
+    const start = performance.now();
+    await session.interrupt();
+    const result = await withTimeout(cell, CALL_MS, "the interrupted cell's result");
+    samples.push(performance.now() - start);
+    if (result.status !== "interrupted") throw new Error(`Interrupted cell ended ${result.status}: ${result.exception}`);
+  }
+  return samples;
+}
+
+const INTERRUPT_CELLS = {
+  busy_loop: "while True: pass",
+  sleep_loop: "import time\nwhile True: time.sleep(0.01)",
+  asyncio_sleep: "import asyncio\nawait asyncio.sleep(1e9)",
+} as const;
+
+/** The pid of the supervisor serving a home, or null when none runs. */
+export async function supervisorPid(home: string): Promise<number | null> {
+  const status = await withTimeout(daemonStatus({ home }), CALL_MS, "daemon status");
+  return status?.pid ?? null;
+}
+
+/** Stops a home's supervisor, then kills (by pid) anything this bench started there that is still alive. */
+export async function cleanUpHome(home: string): Promise<void> {
+  await withTimeout(stopDaemon({ home }), CALL_MS, "daemon stop").catch((err) => log(String(err)));
+  for (const p of processesWithHome(home)) {
+    log(`killing leftover process ${p.pid} (${p.cmdline.join(" ")})`);
+    try {
+      process.kill(p.pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+}
+
+export async function libraryFigures(options: BenchOptions = {}): Promise<Figures> {
+  const smoke = options.smoke ?? false;
+  const figures: Figures = {};
+  const { home, remove } = tempHome();
+  const env = { ...process.env, AWREPL_HOME: home, AWREPL_BIN, AWREPL_PYTHON: PYTHON };
+  try {
+    log("library: new session to first result");
+    figures.library_new_session_to_result = figure("ms", await newSessionToResult(home, smoke ? 1 : 9));
+
+    log("library: execute round trip (ReplSession)");
+    const local = await ReplSession.start("local", { home, python: PYTHON });
+    try {
+      figures.library_round_trip = figure("us", await roundTrips(local, smoke ? 50 : 5000));
+      for (const [name, body] of Object.entries(INTERRUPT_CELLS)) {
+        log(`library: interrupt ${name}`);
+        figures[`library_interrupt_${name}`] = figure("ms", await interruptLatency(local, body, smoke ? 1 : 7));
+      }
+    } finally {
+      await local.close();
+    }
+
+    log("attach: execute round trip through the supervisor");
+    const remote = await withTimeout(attach("remote", { home, python: PYTHON, clientEnv: env }), CALL_MS, "attach()");
+    try {
+      figures.attach_round_trip = figure("us", await roundTrips(remote, smoke ? 50 : 3000));
+      const bytes = smoke ? 1_000_000 : 100_000_000;
+      const cell = bigOutputCell(bytes);
+      const speeds: number[] = [];
+      for (let i = 0; i < (smoke ? 1 : 3); i++) {
+        log(`attach: cell printing ${bytes / 1e6} MB`);
+        const start = performance.now();
+        const result = await withTimeout(remote.execute(cell, { timeoutMs: 0 }), 600_000, "the big-output cell");
+        speeds.push(bytes / 1e6 / ((performance.now() - start) / 1000));
+        if (result.status !== "ok" || result.stdout.length + result.truncated_bytes < bytes) {
+          throw new Error(`Big-output cell: status ${result.status}, kept ${result.stdout.length}, dropped ${result.truncated_bytes}`);
+        }
+      }
+      figures.attach_big_output_mb_per_s = figure("MB/s", speeds, `${bytes / 1e6} MB, default 64 KiB output limit`);
+
+      const cellFile = join(home, "big_cell.py");
+      writeFileSync(cellFile, cell);
+      const cliSpeeds: number[] = [];
+      const cliPeaks: number[] = [];
+      for (let i = 0; i < (smoke ? 1 : 3); i++) {
+        log(`cli: cell printing ${bytes / 1e6} MB`);
+        const run = timeSpawn([AWREPL_BIN, "-s", "remote", "run", "-f", cellFile], { env, timeoutMs: 600_000 });
+        cliSpeeds.push(bytes / 1e6 / (run.ms / 1000));
+        cliPeaks.push(run.maxRssMiB);
+      }
+      figures.cli_big_output_mb_per_s = figure("MB/s", cliSpeeds, "whole `awrepl -s s run -f cell.py` call");
+      figures.cli_big_output_client_peak_rss_mib = figure("MiB", cliPeaks);
+      const pid = await supervisorPid(home);
+      const hwm = pid === null ? null : procStatusMiB(pid, "VmHWM");
+      figures.big_output_supervisor_peak_rss_mib = figure("MiB", hwm === null ? [] : [hwm], "VmHWM since the supervisor started");
+    } finally {
+      await remote.close();
+    }
+  } finally {
+    await cleanUpHome(home);
+    remove();
+  }
+  return figures;
+}
+
+if (import.meta.main) {
+  const figures = await libraryFigures({ smoke: process.argv.includes("--smoke") });
+  console.log(JSON.stringify(figures));
+}

@@ -1,0 +1,154 @@
+// The tables all.ts prints: one row per DESIGN.md target (awrepl, Jupyter, ratios, met or not), then
+// every raw figure with min/p50/p99/max so nothing measured is hidden.
+import { type Figure, type Figures, type Summary, summarize } from "./lib.ts";
+
+type Stat = "p50" | "p99";
+
+export type Row = {
+  label: string;
+  /** Unit the row is shown in; figures in another time unit are converted. */
+  unit: "ms" | "us" | "MB/s" | "MiB" | "calls/s";
+  stat: Stat;
+  /** Candidate awrepl figure names, first present wins (other scripts may name theirs differently). */
+  awrepl: string[];
+  jupyter?: string;
+  /** Show value ÷ baseline (`python3 -c pass` median from the same run). */
+  ratio?: boolean;
+  target: string;
+  /** Whether the awrepl value meets the target; ratio is value ÷ baseline. */
+  met?: (value: number, ratio: number) => boolean;
+};
+
+export const SUMMARY_ROWS: Row[] = [
+  {
+    label: 'warm `awrepl -s s run "1+1"`',
+    unit: "ms",
+    stat: "p50",
+    awrepl: ["warm_shell_call", "shell_call_warm", "shell_call"],
+    jupyter: "shell_call",
+    ratio: true,
+    target: "≤ 0.5 × python3 -c pass",
+    met: (_v, r) => r <= 0.5,
+  },
+  { label: 'library execute("1+1") p50', unit: "us", stat: "p50", awrepl: ["library_round_trip"], jupyter: "execute_round_trip", target: "≤ 100 µs", met: (v) => v <= 100 },
+  { label: 'library execute("1+1") p99', unit: "us", stat: "p99", awrepl: ["library_round_trip"], jupyter: "execute_round_trip", target: "≤ 1 ms", met: (v) => v <= 1000 },
+  { label: 'attach() execute("1+1") p50', unit: "us", stat: "p50", awrepl: ["attach_round_trip"], target: "(no target)" },
+  {
+    label: "new session to first result (library)",
+    unit: "ms",
+    stat: "p50",
+    awrepl: ["library_new_session_to_result"],
+    jupyter: "kernel_start_to_result",
+    ratio: true,
+    target: "≤ 1.5 × python3 -c pass",
+    met: (_v, r) => r <= 1.5,
+  },
+  {
+    label: "new session to first result (shell, warm supervisor)",
+    unit: "ms",
+    stat: "p50",
+    awrepl: ["new_session_shell_call", "shell_new_session"],
+    ratio: true,
+    target: "≤ 1.5 × python3 -c pass",
+    met: (_v, r) => r <= 1.5,
+  },
+  {
+    label: "cell printing 100 MB, to an attach() client",
+    unit: "MB/s",
+    stat: "p50",
+    awrepl: ["attach_big_output_mb_per_s"],
+    jupyter: "big_output_mb_per_s",
+    target: "≥ 200 MB/s",
+    met: (v) => v >= 200,
+  },
+  { label: "cell printing 100 MB, whole CLI call", unit: "MB/s", stat: "p50", awrepl: ["cli_big_output_mb_per_s"], target: "≥ 200 MB/s", met: (v) => v >= 200 },
+  {
+    label: "100 MB cell: peak RSS of the client",
+    unit: "MiB",
+    stat: "p50",
+    awrepl: ["cli_big_output_client_peak_rss_mib"],
+    jupyter: "big_output_client_peak_rss_mib",
+    target: "bounded by the output limit",
+  },
+  {
+    label: "100 MB cell: peak RSS of the supervisor / kernel",
+    unit: "MiB",
+    stat: "p50",
+    awrepl: ["big_output_supervisor_peak_rss_mib"],
+    jupyter: "big_output_kernel_peak_rss_mib",
+    target: "≤ 64 MiB (the supervisor's idle budget)",
+    met: (v) => v <= 64,
+  },
+  { label: "interrupt `while True: pass`", unit: "ms", stat: "p50", awrepl: ["library_interrupt_busy_loop"], jupyter: "interrupt_busy_loop", target: "≤ 10 ms", met: (v) => v <= 10 },
+  { label: "interrupt a time.sleep loop", unit: "ms", stat: "p50", awrepl: ["library_interrupt_sleep_loop"], jupyter: "interrupt_sleep_loop", target: "≤ 10 ms", met: (v) => v <= 10 },
+  { label: "interrupt `await asyncio.sleep(1e9)`", unit: "ms", stat: "p50", awrepl: ["library_interrupt_asyncio_sleep"], jupyter: "interrupt_asyncio_sleep", target: "≤ 10 ms", met: (v) => v <= 10 },
+  { label: "idle worker RSS", unit: "MiB", stat: "p50", awrepl: ["worker_idle_rss_mib"], jupyter: "kernel_idle_rss_mib", target: "≤ 15 MiB", met: (v) => v <= 15 },
+  { label: "idle supervisor RSS (one session)", unit: "MiB", stat: "p50", awrepl: ["supervisor_idle_rss_mib"], target: "≤ 64 MiB", met: (v) => v <= 64 },
+  { label: "supervisor RSS per extra idle session", unit: "MiB", stat: "p50", awrepl: ["supervisor_rss_per_extra_session_mib"], target: "≤ 1 MiB", met: (v) => v <= 1 },
+  { label: "64 parallel clients over 8 sessions", unit: "calls/s", stat: "p50", awrepl: ["parallel_clients_calls_per_s", "parallel_64_calls_per_s"], target: "(no target)" },
+];
+
+const TIME_SCALE: Record<string, number> = { s: 1e6, ms: 1e3, us: 1, µs: 1 };
+
+/** A figure's samples in the row's unit (time units convert; other units must match). */
+function inUnit(fig: Figure, unit: Row["unit"]): number[] | null {
+  if (fig.unit === unit) return fig.samples;
+  const from = TIME_SCALE[fig.unit];
+  const to = TIME_SCALE[unit];
+  if (from === undefined || to === undefined) return null;
+  return fig.samples.map((x) => (x * from) / to);
+}
+
+function fmt(x: number): string {
+  if (!Number.isFinite(x)) return "–";
+  const abs = Math.abs(x);
+  if (abs >= 100) return x.toFixed(0);
+  if (abs >= 10) return x.toFixed(1);
+  return x.toFixed(2);
+}
+
+function cell(samples: number[] | null, stat: Stat): { text: string; value: number } {
+  if (!samples || samples.length === 0) return { text: "–", value: Number.NaN };
+  const s = summarize(samples);
+  const value = s[stat];
+  if (stat === "p99" || s.n === 1) return { text: fmt(value), value };
+  return { text: `${fmt(value)} (${fmt(s.min)}–${fmt(s.max)})`, value };
+}
+
+function markdown(header: string[], body: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => (r[i] ?? "").length)));
+  const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`;
+  return [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...body.map(line)].join("\n");
+}
+
+export function renderSummaryTable(rows: Row[], awrepl: Figures, jupyter: Figures): string {
+  const awreplBase = summarize(awrepl.baseline_python_c_pass?.samples ?? []).p50;
+  const jupyterBase = summarize(jupyter.baseline_python_c_pass?.samples ?? []).p50;
+  const body = rows.map((row) => {
+    const key = row.awrepl.find((k) => awrepl[k]);
+    const ours = cell(key ? inUnit(awrepl[key]!, row.unit) : null, row.stat);
+    const theirs = cell(row.jupyter && jupyter[row.jupyter] ? inUnit(jupyter[row.jupyter]!, row.unit) : null, row.stat);
+    const ratio = row.ratio ? ours.value / awreplBase : Number.NaN;
+    const theirRatio = row.ratio ? theirs.value / jupyterBase : Number.NaN;
+    const met = !row.met || Number.isNaN(ours.value) ? "" : row.met(ours.value, ratio) ? "yes" : "NO";
+    return [
+      row.label,
+      row.unit,
+      ours.text,
+      row.ratio ? `${fmt(ratio)} ×` : "",
+      theirs.text,
+      row.ratio && !Number.isNaN(theirRatio) ? `${fmt(theirRatio)} ×` : "",
+      row.target,
+      met,
+    ];
+  });
+  return markdown(["figure", "unit", "awrepl median (min–max)", "÷ baseline", "Jupyter", "÷ baseline", "target", "met"], body);
+}
+
+export function renderRawTable(figures: Figures): string {
+  const body = Object.entries(figures).map(([name, fig]) => {
+    const s: Summary = summarize(fig.samples);
+    return [name, fig.unit, String(s.n), fmt(s.min), fmt(s.p50), fmt(s.p99), fmt(s.max), fig.note ?? ""];
+  });
+  return markdown(["raw figure", "unit", "n", "min", "p50", "p99", "max", "note"], body);
+}
