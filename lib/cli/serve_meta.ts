@@ -4,6 +4,7 @@ import { AwreplError } from "../errors.ts";
 import type { InspectInfo } from "../protocol.ts";
 import type { Session } from "../types.ts";
 import type { Terminal } from "./serve_cell.ts";
+import { wrap } from "./serve_style.ts";
 
 export type MetaState = {
   /** Per-cell timeout in ms, 0 = none; `:timeout` changes it. */
@@ -66,11 +67,13 @@ export async function runMetaCommand(line: string, session: Session, term: Termi
 
 function showHelp(term: Terminal, width: number): void {
   const pad = Math.max(...HELP.map(([cmd]) => cmd.length)) + 2;
-  const lines = HELP.map(([cmd, what]) =>
-    // On a narrow terminal the description goes on its own line instead of wrapping mid-word.
-    pad + what.length <= width ? cmd.padEnd(pad) + what : `${cmd}\n  ${what}`,
-  );
-  lines.push("Ctrl-C interrupts a running cell or clears the line; Tab completes.");
+  const lines: string[] = [];
+  for (const [cmd, what] of HELP) {
+    // On a narrow terminal the description goes under its command instead of wrapping mid-word.
+    if (pad + what.length <= width) lines.push(cmd.padEnd(pad) + what);
+    else lines.push(cmd, ...wrap(what, width - 2).map((l) => `  ${l}`));
+  }
+  lines.push(...wrap("Ctrl-C interrupts a running cell or clears the line; Tab completes.", width));
   term.out(lines.join("\n") + "\n");
 }
 

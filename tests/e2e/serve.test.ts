@@ -1,0 +1,243 @@
+// `awrepl serve` in a real terminal (tmux): multi-line cells, completion, history across runs, Ctrl-C,
+// Ctrl-D, meta commands, NO_COLOR and a narrow terminal. Each test has its own AWREPL_HOME and its own
+// tmux server, both torn down afterwards.
+import { afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { awreplBinary, cleanupHome, makeHome, run, testEnv } from "./helpers.ts";
+import { count, TmuxPane } from "./serve_tmux.ts";
+
+let binary = "";
+let home = "";
+let panes: TmuxPane[] = [];
+
+beforeAll(async () => {
+  binary = await awreplBinary();
+}, 300_000);
+
+afterEach(async () => {
+  for (const pane of panes) pane.kill();
+  panes = [];
+  if (home) await cleanupHome(home);
+  home = "";
+});
+
+function serve(args: string[] = [], options: { width?: number; env?: Record<string, string | undefined> } = {}): TmuxPane {
+  home ||= makeHome();
+  const pane = new TmuxPane([binary, ...args, "serve"], { width: options.width, env: testEnv(home, options.env), cwd: home });
+  panes.push(pane);
+  return pane;
+}
+
+const PROMPT = /^>>> $/m;
+
+describe("serve in a terminal", () => {
+  test("a multi-line def continues with its indent pre-filled, ends at a blank line, and runs", async () => {
+    const pane = serve();
+    await pane.waitFor(PROMPT);
+    pane.type("def add(a, b):");
+    pane.keys("Enter");
+    // The runtime says the cell is incomplete: a continuation prompt with the block's indent typed in.
+    await pane.waitFor((s) => s.endsWith("...     "));
+    pane.type("return a + b");
+    pane.keys("Enter");
+    await pane.waitFor((s) => s.endsWith("...     "));
+    pane.keys("Enter");
+    await pane.waitFor((s) => count(s, ">>> ") === 2);
+    pane.type("add(2, 3) * 7");
+    pane.keys("Enter");
+    const screen = await pane.waitFor(/^35$/m);
+    expect(screen).toContain(">>> def add(a, b):\n...     return a + b\n");
+  }, 60_000);
+
+  test("Tab completes a keyword and a name from the live namespace", async () => {
+    const pane = serve();
+    await pane.waitFor(PROMPT);
+    pane.type("impo");
+    pane.keys("Tab");
+    await pane.waitFor((s) => /^>>> import ?$/m.test(s));
+    pane.type(" collections");
+    pane.keys("Enter");
+    await pane.waitFor((s) => count(s, ">>> ") === 2);
+    pane.type("unusual_name_for_completion = 7");
+    pane.keys("Enter");
+    await pane.waitFor((s) => count(s, ">>> ") === 3);
+    pane.type("unusual_na");
+    pane.keys("Tab");
+    await pane.waitFor(/^>>> unusual_name_for_completion$/m);
+    pane.type(" * 6");
+    pane.keys("Enter");
+    await pane.waitFor(/^42$/m);
+    pane.type("collections.Ordered");
+    pane.keys("Tab");
+    await pane.waitFor(/^>>> collections\.OrderedDict/m);
+  }, 60_000);
+
+  test("history is kept per session and recalled with Up in the next serve run", async () => {
+    const first = serve(["-s", "hist"]);
+    await first.waitFor(PROMPT);
+    first.type("marker_value = 41");
+    first.keys("Enter");
+    await first.waitFor((s) => count(s, ">>> ") === 2);
+    first.keys("C-d");
+    await first.waitFor("[exit 0]");
+
+    const second = serve(["-s", "hist"]);
+    await second.waitFor(PROMPT);
+    second.keys("Up");
+    await second.waitFor(/^>>> marker_value = 41$/m);
+    second.keys("C-u");
+    second.type("marker_value + 1");
+    second.keys("Enter");
+    // The value comes from the session the first run left alive in the supervisor.
+    await second.waitFor(/^42$/m);
+    second.keys("C-d");
+    await second.waitFor("[exit 0]");
+
+    // Another session's history is its own.
+    const other = serve(["-s", "other"]);
+    await other.waitFor(PROMPT);
+    other.keys("Up");
+    await Bun.sleep(300);
+    expect(other.cursorLine()).toBe(">>> ");
+  }, 90_000);
+
+  test("Ctrl-C interrupts `while True: pass` and the session keeps its state", async () => {
+    const pane = serve();
+    await pane.waitFor(PROMPT);
+    pane.type("kept = 'still here'");
+    pane.keys("Enter");
+    await pane.waitFor((s) => count(s, ">>> ") === 2);
+    pane.type("while True: pass");
+    pane.keys("Enter");
+    await pane.waitFor((s) => s.endsWith("... "));
+    pane.keys("Enter");
+    await Bun.sleep(300); // let it spin
+    pane.keys("C-c");
+    await pane.waitFor(/KeyboardInterrupt/);
+    await pane.waitFor((s) => s.endsWith(">>> "));
+    pane.type("kept.upper()");
+    pane.keys("Enter");
+    await pane.waitFor("'STILL HERE'");
+  }, 60_000);
+
+  test("Ctrl-C at the prompt abandons the line being typed", async () => {
+    const pane = serve();
+    await pane.waitFor(PROMPT);
+    pane.type("this would be a syntax error");
+    pane.keys("C-c");
+    await pane.waitFor("this would be a syntax error^C");
+    pane.type("6 * 7");
+    pane.keys("Enter");
+    const screen = await pane.waitFor(/^42$/m);
+    expect(screen).not.toContain("SyntaxError");
+  }, 60_000);
+
+  test("Ctrl-D leaves a named session alive in the supervisor; the banner says how to leave", async () => {
+    const pane = serve(["-s", "stays"]);
+    const banner = await pane.waitFor(PROMPT);
+    expect(banner).toContain("session stays");
+    expect(banner).toMatch(/Python 3\.\d+/);
+    expect(banner).toContain("Ctrl-D");
+    pane.type("answer = 6 * 7");
+    pane.keys("Enter");
+    await pane.waitFor((s) => count(s, ">>> ") === 2);
+    pane.keys("C-d");
+    const screen = await pane.waitFor("[exit 0]");
+    expect(screen).toContain("keeps running");
+    const r = await run(["-s", "stays", "run", "answer"], { home });
+    expect(r.stdout).toBe("42\n");
+    expect(r.code).toBe(0);
+  }, 60_000);
+
+  test("Ctrl-D ends an unnamed session's worker", async () => {
+    const pane = serve();
+    await pane.waitFor(PROMPT);
+    pane.type("import os; os.getpid()");
+    pane.keys("Enter");
+    const screen = await pane.waitFor(/^\d+$/m);
+    const pid = Number(/^(\d+)$/m.exec(screen)?.[1]);
+    expect(alive(pid)).toBe(true);
+    pane.keys("C-d");
+    await pane.waitFor("[exit 0]");
+    const deadline = Date.now() + 10_000;
+    while (alive(pid) && Date.now() < deadline) await Bun.sleep(50);
+    expect(alive(pid)).toBe(false);
+  }, 60_000);
+
+  test("meta commands: :vars, :inspect, :reset, :help, :quit", async () => {
+    const pane = serve();
+    await pane.waitFor(PROMPT);
+    pane.type("numbers = [3, 1, 2]");
+    pane.keys("Enter");
+    await pane.waitFor((s) => count(s, ">>> ") === 2);
+    pane.type(":vars");
+    pane.keys("Enter");
+    await pane.waitFor(/^numbers\s+\[3, 1, 2\]$/m);
+    pane.type(":inspect numbers");
+    pane.keys("Enter");
+    await pane.waitFor(/^type\s+list$/m);
+    await pane.waitFor(/^len\s+3$/m);
+    pane.type(":help");
+    pane.keys("Enter");
+    await pane.waitFor(/^:reset\s+clear the session's namespace$/m);
+    pane.type(":reset");
+    pane.keys("Enter");
+    await pane.waitFor("Namespace cleared.");
+    pane.type("numbers");
+    pane.keys("Enter");
+    await pane.waitFor("NameError");
+    pane.type(":nope");
+    pane.keys("Enter");
+    await pane.waitFor("Unknown command :nope");
+    pane.type(":quit");
+    pane.keys("Enter");
+    await pane.waitFor("[exit 0]");
+  }, 60_000);
+
+  test("an exception shows its traceback and the REPL goes on", async () => {
+    const pane = serve();
+    await pane.waitFor(PROMPT);
+    pane.type("def boom(): return 1 / 0");
+    pane.keys("Enter", "Enter");
+    await pane.waitFor((s) => count(s, ">>> ") === 2);
+    pane.type("boom()");
+    pane.keys("Enter");
+    const screen = await pane.waitFor("ZeroDivisionError: division by zero");
+    expect(screen).toContain("Traceback (most recent call last):");
+    expect(screen).toContain("in boom");
+    pane.type("print('after', end='')");
+    pane.keys("Enter");
+    // Output that leaves its line open does not swallow the next prompt.
+    await pane.waitFor(/^after\n>>> $/m);
+  }, 60_000);
+
+  test("NO_COLOR: no colour at all; without it the prompt is coloured", async () => {
+    const plain = serve([], { env: { NO_COLOR: "1" } });
+    await plain.waitFor(PROMPT);
+    expect(plain.screen(true)).not.toMatch(/\x1b\[[0-9;]*m/);
+    const colored = serve([], { env: { NO_COLOR: undefined } });
+    await colored.waitFor(PROMPT);
+    expect(colored.screen(true)).toMatch(/\x1b\[[0-9;]*m>>> /);
+  }, 60_000);
+
+  test("a 40-column terminal: banner and help wrap between words, not through them", async () => {
+    const pane = serve(["-s", "narrow-session"], { width: 40 });
+    const screen = await pane.waitFor(PROMPT);
+    const bannerLines = screen.split("\n").slice(0, screen.split("\n").findIndex((l) => l === ">>> "));
+    for (const line of bannerLines) expect(line.length).toBeLessThanOrEqual(40);
+    // Joined back, the wrapped banner reads as the sentence it is: no word was cut.
+    expect(bannerLines.join(" ")).toContain("Ctrl-D or :quit leaves; the session keeps running.");
+    pane.type(":help");
+    pane.keys("Enter");
+    const help = await pane.waitFor("Tab completes");
+    for (const line of help.split("\n")) expect(line.length).toBeLessThanOrEqual(40);
+  }, 60_000);
+});
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,137 @@
+// `awrepl serve` with stdin not a terminal: statements run as they arrive, no prompts or banner,
+// the exit status reports the first failure.
+import { afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { spawn } from "node:child_process";
+import { awreplBinary, cleanupHome, makeHome, run, testEnv } from "./helpers.ts";
+
+let binary = "";
+let home = "";
+
+beforeAll(async () => {
+  binary = await awreplBinary();
+}, 300_000);
+
+afterEach(async () => {
+  if (home) await cleanupHome(home);
+  home = "";
+});
+
+function serve(input: string, args: string[] = []) {
+  home ||= makeHome();
+  return run([...args, "serve"], { home, input });
+}
+
+const SCRIPT = `x = 1
+def double(a):
+    return a * 2
+print(double(x))
+double(21)
+for i in range(2):
+    print(i)
+
+if x:
+    y = "yes"
+else:
+    y = "no"
+y
+`;
+
+describe("serve with piped stdin", () => {
+  test("runs a script statement by statement: no blank line needed after a block, values printed", async () => {
+    const r = await serve(SCRIPT);
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toBe("2\n42\n0\n1\n'yes'\n");
+    expect(r.code).toBe(0);
+  }, 60_000);
+
+  test("a failing cell shows its traceback, the rest still runs, and the exit status is 1", async () => {
+    const r = await serve("print('before')\n1 / 0\nprint('after')\n");
+    expect(r.stdout).toBe("before\nafter\n");
+    expect(r.stderr).toContain("ZeroDivisionError: division by zero");
+    expect(r.code).toBe(1);
+  }, 60_000);
+
+  test("--exit-on-error stops at the first failure", async () => {
+    const r = await serve("print('before')\nraise ValueError('stop here')\nprint('after')\n", ["--exit-on-error"]);
+    expect(r.stdout).toBe("before\n");
+    expect(r.stderr).toContain("ValueError: stop here");
+    expect(r.code).toBe(1);
+  }, 60_000);
+
+  test("an unfinished statement at end of input is a SyntaxError, not a hang", async () => {
+    const r = await serve("total = (1 +\n");
+    expect(r.stderr).toMatch(/SyntaxError/);
+    expect(r.code).toBe(1);
+  }, 60_000);
+
+  test("a timed-out cell exits 124", async () => {
+    const r = await serve("import time\ntime.sleep(30)\n", ["--timeout", "500"]);
+    expect(r.code).toBe(124);
+  }, 60_000);
+
+  test("meta commands work in a script, and a named session keeps what it ran", async () => {
+    const r = await serve("kept = {'a': 1}\n:vars\n", ["-s", "scripted"]);
+    expect(r.stdout).toMatch(/^kept\s+\{'a': 1\}$/m);
+    expect(r.code).toBe(0);
+    const after = await run(["-s", "scripted", "run", "kept['a'] + 1"], { home });
+    expect(after.stdout).toBe("2\n");
+  }, 60_000);
+
+  test("each statement runs as soon as it has arrived, before stdin ends", async () => {
+    home = makeHome();
+    const child = spawn(binary, ["serve"], { env: testEnv(home), cwd: home, stdio: ["pipe", "pipe", "pipe"] });
+    let stdout = "";
+    child.stdout.setEncoding("utf8").on("data", (s: string) => {
+      stdout += s;
+    });
+    const closed = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+    try {
+      child.stdin.write("print('first')\n");
+      await waitUntil(() => stdout.includes("first\n"), 20_000, () => stdout);
+      // A block is held until the line after it shows it has ended.
+      child.stdin.write("for i in range(2):\n    print('loop', i)\n");
+      await Bun.sleep(500);
+      expect(stdout).toBe("first\n");
+      child.stdin.write("\n");
+      await waitUntil(() => stdout.includes("loop 1\n"), 20_000, () => stdout);
+      child.stdin.end("'last'\n");
+      expect(await closed).toBe(0);
+      expect(stdout).toBe("first\nloop 0\nloop 1\n'last'\n");
+    } finally {
+      child.kill("SIGKILL");
+    }
+  }, 60_000);
+
+  test("Ctrl-C (SIGINT) interrupts the running cell, stops reading, and exits 130", async () => {
+    home = makeHome();
+    const child = spawn(binary, ["serve"], { env: testEnv(home), cwd: home, stdio: ["pipe", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (s: string) => {
+      stdout += s;
+    });
+    child.stderr.setEncoding("utf8").on("data", (s: string) => {
+      stderr += s;
+    });
+    const closed = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+    try {
+      child.stdin.write("print('spinning', flush=True)\nwhile True: pass\n\nprint('never')\n");
+      await waitUntil(() => stdout.includes("spinning\n"), 20_000, () => stdout);
+      await Bun.sleep(300);
+      child.kill("SIGINT");
+      expect(await closed).toBe(130);
+      expect(stderr).toContain("KeyboardInterrupt");
+      expect(stdout).not.toContain("never");
+    } finally {
+      child.kill("SIGKILL");
+    }
+  }, 60_000);
+});
+
+async function waitUntil(ok: () => boolean, timeoutMs: number, show: () => string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!ok()) {
+    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms; output so far: ${JSON.stringify(show())}`);
+    await Bun.sleep(20);
+  }
+}
