@@ -1,0 +1,314 @@
+// The supervisor end to end, through the compiled binary: named sessions across processes, ordering,
+// start-up races, crashes, hostile input on the socket, permissions, and that nothing is left behind.
+import { afterEach, describe, expect, test } from "bun:test";
+import { readFileSync, statSync } from "node:fs";
+import { connect } from "node:net";
+import { join } from "node:path";
+import { AWREPL_VERSION, SUPERVISOR_PROTOCOL } from "../../lib/supervisor_paths.ts";
+import { socketPath } from "../../lib/transport.ts";
+import { cleanupHome, makeHome, processesOf, run, start, waitForNoProcesses } from "./helpers.ts";
+
+const homes: string[] = [];
+function home(): string {
+  const h = makeHome();
+  homes.push(h);
+  return h;
+}
+
+afterEach(async () => {
+  const errors: string[] = [];
+  for (const h of homes.splice(0)) {
+    try {
+      await cleanupHome(h);
+    } catch (err) {
+      errors.push((err as Error).message);
+    }
+  }
+  if (errors.length) throw new Error(errors.join("\n"));
+});
+
+/** The supervisor's pid, from `daemon status --json` (null when none runs). */
+async function supervisorPid(h: string): Promise<number | null> {
+  const r = await run(["daemon", "status", "--json"], { home: h });
+  expect(r.code).toBe(0);
+  return (JSON.parse(r.stdout) as { pid: number } | null)?.pid ?? null;
+}
+
+function supervisorsOf(h: string): number[] {
+  return processesOf(h).filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("__supervisor");
+    } catch {
+      return false;
+    }
+  });
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function waitUntil(what: string, cond: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting until ${what}`);
+    await Bun.sleep(20);
+  }
+}
+
+async function workerPid(h: string, session: string): Promise<number> {
+  const r = await run(["-s", session, "run", "import os; os.getpid()"], { home: h });
+  expect(r.code).toBe(0);
+  return Number(r.stdout.trim());
+}
+
+describe("named sessions across processes", () => {
+  test("state set by one call is there in the next", async () => {
+    const h = home();
+    const first = await run(["--session", "a", "run", "x = 42"], { home: h });
+    expect(first.code).toBe(0);
+    const second = await run(["run", "print(x)", "-s", "a"], { home: h });
+    expect(second.stderr).toBe("");
+    expect(second.stdout).toBe("42\n");
+    expect(second.code).toBe(0);
+    // Another session does not see it.
+    const other = await run(["-s", "b", "run", "x"], { home: h });
+    expect(other.code).toBe(1);
+    expect(other.stderr).toContain("NameError");
+  });
+
+  test("8 concurrent runs on one session each increment the counter once", async () => {
+    const h = home();
+    expect((await run(["-s", "c", "run", "n = 0"], { home: h })).code).toBe(0);
+    const runs = await Promise.all(Array.from({ length: 8 }, () => run(["-s", "c", "run", "n += 1"], { home: h })));
+    for (const r of runs) expect(r.code).toBe(0);
+    const r = await run(["-s", "c", "run", "n"], { home: h });
+    expect(r.stdout.trim()).toBe("8");
+  });
+
+  test("16 simultaneous first calls start exactly one supervisor, and all succeed", async () => {
+    const h = home();
+    const runs = await Promise.all(Array.from({ length: 16 }, (_, i) => run(["-s", `s${i % 4}`, "run", `${i} * 2`], { home: h })));
+    runs.forEach((r, i) => {
+      expect(r.stderr).toBe("");
+      expect(r.stdout.trim()).toBe(String(i * 2));
+    });
+    expect(supervisorsOf(h)).toHaveLength(1);
+    const listed = JSON.parse((await run(["sessions", "--json"], { home: h })).stdout) as { name: string }[];
+    expect(listed.map((s) => s.name).sort()).toEqual(["s0", "s1", "s2", "s3"]);
+  });
+
+  test("sessions --json reports each session's worker, interpreter, directory and counts", async () => {
+    const h = home();
+    await run(["-s", "a", "run", "1"], { home: h });
+    await run(["-s", "a", "run", "2"], { home: h });
+    const pid = await workerPid(h, "a");
+    const rows = JSON.parse((await run(["sessions", "--json"], { home: h })).stdout);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ name: "a", pid, state: "idle", cells_run: 3, cwd: h });
+    expect(rows[0].rss_bytes).toBeGreaterThan(1024 * 1024);
+    expect(rows[0].age_ms).toBeGreaterThanOrEqual(rows[0].idle_ms);
+    const text = await run(["sessions"], { home: h });
+    expect(text.stdout).toContain("NAME");
+    expect(text.stdout).toContain(String(pid));
+  });
+});
+
+describe("lifecycle", () => {
+  test("kill -9 of the supervisor: its workers exit, and the next call starts a new one", async () => {
+    const h = home();
+    const worker = await workerPid(h, "a");
+    // A busy worker must notice too, not only an idle one.
+    const busy = await start(["-s", "b", "run", "import time; print('sleeping', flush=True); time.sleep(300)"], { home: h });
+    await busy.waitForStdout("sleeping");
+    const busyWorker = await workerPid(h, "c");
+    const sup = await supervisorPid(h);
+    expect(sup).not.toBeNull();
+    process.kill(sup as number, "SIGKILL");
+    await waitUntil("the idle worker exits", () => !alive(worker));
+    await waitUntil("the other worker exits", () => !alive(busyWorker));
+    const lost = await busy.result;
+    expect(lost.code).toBe(125);
+    expect(lost.stderr).toContain("supervisor");
+    const again = await run(["-s", "a", "run", "1 + 1"], { home: h });
+    expect(again.stderr).toBe("");
+    expect(again.stdout).toBe("2\n");
+    expect(await supervisorPid(h)).not.toBe(sup);
+  });
+
+  test("close ends the session's worker and forgets the session", async () => {
+    const h = home();
+    const worker = await workerPid(h, "a");
+    await workerPid(h, "b");
+    const r = await run(["close", "a"], { home: h });
+    expect(r.code).toBe(0);
+    await waitUntil("the worker exits", () => !alive(worker));
+    const rows = JSON.parse((await run(["sessions", "--json"], { home: h })).stdout) as { name: string }[];
+    expect(rows.map((s) => s.name)).toEqual(["b"]);
+    const missing = await run(["close", "a"], { home: h });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("a");
+  });
+
+  test("close --all ends every worker", async () => {
+    const h = home();
+    const workers = [await workerPid(h, "a"), await workerPid(h, "b")];
+    const r = await run(["close", "--all"], { home: h });
+    expect(r.code).toBe(0);
+    for (const w of workers) await waitUntil(`worker ${w} exits`, () => !alive(w));
+    expect(JSON.parse((await run(["sessions", "--json"], { home: h })).stdout)).toEqual([]);
+  });
+
+  test("daemon stop leaves no process behind, busy sessions included", async () => {
+    const h = home();
+    await workerPid(h, "a");
+    const busy = await start(["-s", "b", "run", "import time; print('go', flush=True); time.sleep(300)"], { home: h });
+    await busy.waitForStdout("go");
+    const r = await run(["daemon", "stop"], { home: h });
+    expect(r.code).toBe(0);
+    expect(await waitForNoProcesses(h, 10_000)).toEqual([]);
+    expect((await busy.result).code).not.toBe(0);
+    expect(await supervisorPid(h)).toBeNull();
+  });
+
+  test("idle exit: with no sessions left the supervisor goes away by itself", async () => {
+    const h = home();
+    const env = { AWREPL_IDLE_EXIT_MS: "300" };
+    expect((await run(["-s", "a", "run", "1"], { home: h, env })).code).toBe(0);
+    const sup = await supervisorPid(h);
+    expect(sup).not.toBeNull();
+    await Bun.sleep(600);
+    expect(alive(sup as number)).toBe(true); // a session keeps it alive
+    await run(["close", "a"], { home: h, env });
+    await waitUntil("the supervisor exits", () => !alive(sup as number));
+    expect(await waitForNoProcesses(h)).toEqual([]);
+  });
+});
+
+describe("interrupts", () => {
+  test("interrupt from another process stops the running cell and keeps the session", async () => {
+    const h = home();
+    await run(["-s", "a", "run", "kept = 'yes'"], { home: h });
+    const cell = await start(["-s", "a", "run", "import time\nprint('started', flush=True)\ntime.sleep(300)"], { home: h });
+    await cell.waitForStdout("started");
+    const r = await run(["-s", "a", "interrupt"], { home: h });
+    expect(r.code).toBe(0);
+    const interrupted = await cell.result;
+    expect(interrupted.code).toBe(130);
+    expect((await run(["-s", "a", "run", "kept"], { home: h })).stdout).toBe("'yes'\n");
+  });
+
+  test("a client killed mid-cell gets its cell interrupted, so the next call does not wait for it", async () => {
+    const h = home();
+    const before = await workerPid(h, "a");
+    const cell = await start(["-s", "a", "run", "import time\nprint('started', flush=True)\ntime.sleep(300)\ndone = True"], { home: h });
+    await cell.waitForStdout("started");
+    cell.child.kill("SIGKILL");
+    await cell.result;
+    // Within the command timeout (30 s), far below the cell's 300 s.
+    const next = await run(["-s", "a", "run", "'done' in globals()"], { home: h });
+    expect(next.stdout).toBe("False\n");
+    expect(await workerPid(h, "a")).toBe(before);
+  });
+
+  test("interrupt without a session is a one-line usage error", async () => {
+    const h = home();
+    const r = await run(["interrupt"], { home: h });
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split("\n")).toHaveLength(1);
+  });
+});
+
+describe("the socket", () => {
+  test("state directory 0700, socket 0600", async () => {
+    const h = home();
+    await run(["-s", "a", "run", "1"], { home: h });
+    expect(statSync(h).mode & 0o777).toBe(0o700);
+    const sock = statSync(socketPath(h));
+    expect(sock.isSocket()).toBe(true);
+    expect(sock.mode & 0o777).toBe(0o600);
+  });
+
+  test("a state directory too long for a socket path falls back to a short one", async () => {
+    const h = join(home(), "d".repeat(60), "e".repeat(60));
+    const r1 = await run(["-s", "a", "run", "y = 7"], { home: h });
+    expect(r1.stderr).toBe("");
+    expect((await run(["-s", "a", "run", "y"], { home: h })).stdout).toBe("7\n");
+    const path = socketPath(h);
+    expect(path.startsWith(h)).toBe(false);
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect((await run(["daemon", "stop"], { home: h })).code).toBe(0);
+    expect(await waitForNoProcesses(h)).toEqual([]);
+  });
+
+  test("garbage on the socket gets errors or a closed connection and hurts no session", async () => {
+    const h = home();
+    await run(["-s", "a", "run", "x = 1"], { home: h });
+    const path = socketPath(h);
+
+    // Each probe on its own connection: what comes back before the supervisor closes it or answers.
+    const probe = (payload: Buffer | string, wantLines: number) =>
+      new Promise<string[]>((resolve, reject) => {
+        const socket = connect(path);
+        let text = "";
+        const timer = setTimeout(() => {
+          socket.destroy();
+          reject(new Error(`No answer to ${String(payload).slice(0, 40)}: ${text}`));
+        }, 10_000);
+        const finish = () => {
+          clearTimeout(timer);
+          socket.destroy();
+          resolve(text.split("\n").filter(Boolean));
+        };
+        socket.on("data", (d) => {
+          text += d.toString();
+          if (text.split("\n").filter(Boolean).length >= wantLines) finish();
+        });
+        socket.on("close", finish);
+        socket.on("error", () => {});
+        socket.write(payload);
+      });
+    const hello = JSON.stringify({ op: "hello", protocol: 1, version: "0.0.0-test" });
+
+    const notJson = await probe("this is not json\n", 1);
+    expect(JSON.parse(notJson[0] as string)).toMatchObject({ type: "error", id: null, code: "protocol" });
+    const binary = await probe(Buffer.from([0, 255, 254, 1, 2, 10]), 1);
+    expect(JSON.parse(binary[0] as string)).toMatchObject({ type: "error", code: "protocol" });
+    const big = await probe(`${"z".repeat(100 * 1024)}\n`, 1);
+    expect(JSON.parse(big[0] as string)).toMatchObject({ type: "error", code: "protocol" });
+    const noHello = await probe(`${JSON.stringify({ op: "list", id: 1 })}\n`, 1);
+    expect(JSON.parse(noHello[0] as string)).toMatchObject({ type: "error", id: 1 });
+    // Another version may not use the sessions (it may only ask the supervisor to stop).
+    const otherVersion = await probe(`${hello}\n${JSON.stringify({ op: "execute", id: 2, session: "a", code: "x = 666" })}\n`, 2);
+    expect(JSON.parse(otherVersion[0] as string)).toMatchObject({ type: "hello", ok: false });
+    expect(JSON.parse(otherVersion[1] as string)).toMatchObject({ type: "error", id: 2, code: "version_mismatch" });
+    const ours = JSON.stringify({ op: "hello", protocol: SUPERVISOR_PROTOCOL, version: AWREPL_VERSION });
+    const unknown = await probe(`${ours}\n${JSON.stringify({ op: "format_disk", id: 3 })}\n`, 2);
+    expect(JSON.parse(unknown[0] as string)).toMatchObject({ type: "hello", ok: true });
+    expect(JSON.parse(unknown[1] as string)).toMatchObject({ type: "error", id: 3, code: "protocol" });
+    const badSession = await probe(`${ours}\n${JSON.stringify({ op: "execute", id: 4, session: "../../x", code: "1" })}\n`, 2);
+    expect(JSON.parse(badSession[1] as string)).toMatchObject({ type: "error", id: 4, code: "usage" });
+    // A line past the cap: an error, then the connection is closed.
+    const huge = await probe(Buffer.alloc(65 * 1024 * 1024, 0x61), 1);
+    expect(JSON.parse(huge[0] as string)).toMatchObject({ type: "error", code: "protocol" });
+    // A client vanishing in the middle of a line.
+    await new Promise<void>((resolve) => {
+      const socket = connect(path, () => {
+        socket.write('{"op":"hello","protocol":1,"vers');
+        socket.destroy();
+        resolve();
+      });
+      socket.on("error", () => resolve());
+    });
+
+    const after = await run(["-s", "a", "run", "x"], { home: h });
+    expect(after.stdout).toBe("1\n");
+    const log = readFileSync(join(h, "supervisor.log"), "utf8");
+    expect(log).not.toContain("uncaught");
+  });
+});
