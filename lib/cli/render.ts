@@ -108,7 +108,8 @@ const FRAME = /^ {2}File "([^"]*)", line \d+/;
  * Chained exceptions keep only the last one (the one that ended the cell). Text that does not look
  * like a traceback is returned whole.
  */
-export function shortTraceback(tb: string): string {
+export function shortTraceback(traceback: string): string {
+  const tb = traceback.replace(/\n+$/, "");
   const all = tb.split("\n");
   const start = all.findLastIndex((l) => l.startsWith("Traceback (most recent call last):"));
   const lines = start >= 0 ? all.slice(start + 1) : all;

@@ -66,7 +66,9 @@ export type RunOptions = {
 
 /** The environment a test's awrepl runs in: its own home, the test interpreter, no colour, no session. */
 export function testEnv(home: string, extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, AWREPL_HOME: home, AWREPL_PYTHON: PYTHON, NO_COLOR: "1" };
+  // AWREPL_E2E_HOME marks every process of this test, also those a command moves to another home
+  // (the self-test uses a private one).
+  const env: NodeJS.ProcessEnv = { ...process.env, AWREPL_HOME: home, AWREPL_E2E_HOME: home, AWREPL_PYTHON: PYTHON, NO_COLOR: "1" };
   delete env.AWREPL_SESSION;
   for (const [k, v] of Object.entries(extra)) {
     if (v === undefined) delete env[k];
@@ -151,17 +153,18 @@ export async function run(args: string[], options: RunOptions): Promise<RunResul
 
 /**
  * The pids of every live process started for `home`: awrepl, the supervisor and workers all carry
- * AWREPL_HOME=<home> in their environment. Linux only (reads /proc); elsewhere it returns [].
+ * AWREPL_HOME=<home> or AWREPL_E2E_HOME=<home> in their environment. Linux only (reads /proc);
+ * elsewhere it returns [].
  */
 export function processesOf(home: string): number[] {
   if (process.platform !== "linux") return [];
-  const needle = Buffer.from(`AWREPL_HOME=${home}\0`);
+  const needles = [Buffer.from(`AWREPL_HOME=${home}\0`), Buffer.from(`AWREPL_E2E_HOME=${home}\0`)];
   const pids: number[] = [];
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
     try {
       const environ = readFileSync(`/proc/${entry}/environ`);
-      if (!environ.includes(needle)) continue;
+      if (!needles.some((n) => environ.includes(n))) continue;
       // A zombie has exited already; it only waits for its parent to reap it.
       const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
       if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) continue;
@@ -205,4 +208,21 @@ export async function cleanupHome(home: string): Promise<void> {
   }
   rmSync(home, { recursive: true, force: true });
   if (left.length) throw new Error(`Processes left behind for ${home}: ${left.join(", ")}`);
+}
+
+/** Runs `fn` with a fresh home, then cleans it up (stopping the supervisor, checking for leftovers). */
+export async function withHome<T>(fn: (home: string) => Promise<T>): Promise<T> {
+  const home = makeHome();
+  let failed = false;
+  try {
+    return await fn(home);
+  } catch (err) {
+    failed = true;
+    throw err;
+  } finally {
+    // A leftover process is a failure of its own, but never hides the test's own error.
+    await cleanupHome(home).catch((err) => {
+      if (!failed) throw err;
+    });
+  }
 }

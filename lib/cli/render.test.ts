@@ -1,0 +1,111 @@
+import { describe, expect, test } from "bun:test";
+import type { ExecResult } from "../protocol.ts";
+import { LiveEcho, exitCodeFor, formatFailure, renderJson, renderText, shortTraceback, useColor } from "./render.ts";
+
+function result(fields: Partial<ExecResult>): ExecResult {
+  return { stdout: "", stderr: "", value: null, exception: null, traceback: "", duration_ms: 1, truncated: false, truncated_bytes: 0, status: "ok", session: null, display: [], ...fields };
+}
+
+const TB = [
+  "Traceback (most recent call last):",
+  '  File "<cell-3>", line 4, in <module>',
+  "    main()",
+  '  File "<cell-3>", line 2, in main',
+  "    return json.loads(text)",
+  '  File "/usr/lib/python3.11/json/__init__.py", line 346, in loads',
+  "    return _default_decoder.decode(s)",
+  "           ^^^^^^^^^^^^^^^^^^^^^^^^^^",
+  '  File "/usr/lib/python3.11/json/decoder.py", line 355, in raw_decode',
+  "    raise JSONDecodeError(\"Expecting value\", s, err.value) from None",
+  "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
+].join("\n");
+
+describe("exit codes", () => {
+  test("map every status", () => {
+    expect(["ok", "error", "timeout", "interrupted", "died"].map((status) => exitCodeFor({ status } as ExecResult))).toEqual([0, 1, 124, 130, 125]);
+  });
+});
+
+describe("renderText", () => {
+  test("stdout, then display data, then the value; stderr apart", () => {
+    const r = renderText(result({ stdout: "a", stderr: "warn\n", value: "42", display: [{ "text/plain": "<Figure>", "image/png": "/s/display/run-1.png" }] }));
+    expect(r.stdout).toBe("a\n<Figure>\n[image/png] /s/display/run-1.png\n42\n");
+    expect(r.stderr).toBe("warn\n");
+  });
+
+  test("the short traceback: the cell's innermost frame, the innermost frame, the error", () => {
+    const exception = "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)";
+    const r = renderText(result({ status: "error", exception, traceback: TB }));
+    expect(r.stderr).toBe(
+      [
+        '  File "<cell-3>", line 2, in main',
+        "    return json.loads(text)",
+        "  [2 more frames: --traceback shows them]",
+        '  File "/usr/lib/python3.11/json/decoder.py", line 355, in raw_decode',
+        "    raise JSONDecodeError(\"Expecting value\", s, err.value) from None",
+        exception,
+        "",
+      ].join("\n"),
+    );
+    expect(renderText(result({ status: "error", exception, traceback: TB }), { traceback: true }).stderr).toBe(`${TB}\n`);
+  });
+
+  test("a one-frame traceback keeps the frame and adds no note", () => {
+    const tb = 'Traceback (most recent call last):\n  File "<cell-1>", line 1, in <module>\n    1/0\n    ~^~\nZeroDivisionError: division by zero\n';
+    expect(shortTraceback(tb)).toBe('  File "<cell-1>", line 1, in <module>\n    1/0\n    ~^~\nZeroDivisionError: division by zero');
+  });
+
+  test("a SyntaxError keeps its source and caret lines", () => {
+    const tb = '  File "<cell-1>", line 1\n    def f(:\n          ^\nSyntaxError: invalid syntax\n';
+    expect(shortTraceback(tb)).toBe(tb.trimEnd());
+  });
+
+  test("chained exceptions keep the last one", () => {
+    const tb = `${TB}\n\nDuring handling of the above exception, another exception occurred:\n\nTraceback (most recent call last):\n  File "<cell-3>", line 9, in <module>\n    raise ValueError("bad config")\nValueError: bad config`;
+    expect(shortTraceback(tb)).toBe('  File "<cell-3>", line 9, in <module>\n    raise ValueError("bad config")\nValueError: bad config');
+  });
+
+  test("no traceback: the exception line, or a word for the status", () => {
+    expect(formatFailure(result({ status: "timeout", exception: "TimeoutError: cell exceeded 500 ms" }), false)).toBe("TimeoutError: cell exceeded 500 ms");
+    expect(formatFailure(result({ status: "interrupted" }), false)).toBe("KeyboardInterrupt");
+  });
+
+  test("notices go to stderr; colour only marks the error line", () => {
+    const r = renderText(result({ status: "died", exception: "WorkerDied: exit code 1", notice: "The worker died; its state is gone" }), { color: true });
+    expect(r.stderr).toBe("awrepl: The worker died; its state is gone\n\x1b[1;31mWorkerDied: exit code 1\x1b[0m\n");
+  });
+
+  test("NO_COLOR and TERM=dumb turn colour off", () => {
+    expect(useColor(true, {})).toBe(true);
+    expect(useColor(true, { NO_COLOR: "1" })).toBe(false);
+    expect(useColor(true, { TERM: "dumb" })).toBe(false);
+    expect(useColor(false, {})).toBe(false);
+  });
+
+  test("JSON is one line", () => {
+    expect(renderJson(result({ stdout: "a\nb" })).split("\n")).toEqual([expect.stringContaining('"stdout":"a\\nb"'), ""]);
+  });
+});
+
+describe("LiveEcho", () => {
+  test("echoes the head live and the result supplies exactly the rest", () => {
+    const written: string[] = [];
+    const live = new LiveEcho(10, (stream, text) => written.push(`${stream}:${text}`));
+    live.output("stdout", "abc");
+    live.output("stderr", "de");
+    live.output("stdout", "fghij");
+    live.output("stdout", "klm");
+    expect(written).toEqual(["stdout:abc", "stderr:de"]);
+    // The session keeps head (5 bytes: "abc" + "de") + marker + tail.
+    const r = renderText(result({ stdout: "abc\n... [3 bytes truncated] ...\nhijklm", stderr: "de", truncated: true, truncated_bytes: 3 }), { echoed: live.echoed });
+    expect(r.stdout).toBe("\n... [3 bytes truncated] ...\nhijklm");
+    expect(r.stderr).toBe("");
+  });
+
+  test("never cuts a UTF-8 character", () => {
+    const written: string[] = [];
+    const live = new LiveEcho(6, (_s, text) => written.push(text));
+    live.output("stdout", "aéé");
+    expect(written).toEqual(["aé"]);
+  });
+});

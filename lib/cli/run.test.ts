@@ -1,0 +1,45 @@
+import { describe, expect, test } from "bun:test";
+import { parseFastRun } from "./run.ts";
+
+describe("parseFastRun", () => {
+  test("takes the well-formed run commands of the hot path", () => {
+    expect(parseFastRun(["run", "1+1"])).toEqual({ session: undefined, run: { code: "1+1" } });
+    expect(parseFastRun(["-s", "a", "run", "x"])).toEqual({ session: "a", run: { code: "x" } });
+    expect(parseFastRun(["run", "x", "--session", "a"])).toEqual({ session: "a", run: { code: "x" } });
+    expect(parseFastRun(["--session=a.b-c_1", "run", "--json", "--traceback", "x"])).toEqual({ session: "a.b-c_1", run: { code: "x", json: true, traceback: true } });
+    expect(parseFastRun(["run", "--timeout", "5", "--max-output=7", "-f", "c.py"])).toEqual({ session: undefined, run: { file: "c.py", timeoutMs: 5, maxOutputBytes: 7 } });
+    expect(parseFastRun(["run", "-"])).toEqual({ session: undefined, run: { code: "-" } });
+    expect(parseFastRun(["run"])).toEqual({ session: undefined, run: {} });
+    expect(parseFastRun(["--python", "/usr/bin/python3", "run", "x"])).toEqual({ session: undefined, run: { code: "x", python: "/usr/bin/python3" } });
+    expect(parseFastRun(["run", "--", "-1"])).toEqual({ session: undefined, run: { code: "-1" } });
+  });
+
+  test("leaves everything else to commander (which reports errors)", () => {
+    for (const argv of [
+      [],
+      ["--help"],
+      ["run", "--help"],
+      ["run", "-h"],
+      ["--version"],
+      ["vars"],
+      ["run", "a", "b"],
+      ["run", "--jsn", "x"],
+      ["--json", "run", "x"], // run's options are not program options
+      ["-s", "bad name", "run", "x"],
+      ["-s"],
+      ["run", "-s"],
+      ["run", "--timeout", "soon", "x"],
+      ["run", "--timeout"],
+      ["run", "--max-output", "-1", "x"],
+      ["run", "-1"],
+      ["run", "-f"],
+      ["run", "-f", "a", "-f", "b"],
+      ["--", "run", "x"],
+      ["run", "--json=yes", "x"],
+      ["serve"],
+      ["--self-test"],
+    ]) {
+      expect({ argv, parsed: parseFastRun(argv) }).toEqual({ argv, parsed: null });
+    }
+  });
+});

@@ -1,0 +1,132 @@
+// `awrepl run` end to end: the compiled binary, a real /usr/bin/python3, no supervisor (ephemeral).
+import { describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { run, withHome } from "./helpers.ts";
+
+describe("awrepl run: output", () => {
+  test("prints the cell's stdout exactly", () =>
+    withHome(async (home) => {
+      const r = await run(["run", "print('hello')\nprint('wor' + 'ld', end='!')"], { home });
+      expect(r.stdout).toBe("hello\nworld!\n");
+      expect(r.stderr).toBe("");
+      expect(r.code).toBe(0);
+    }));
+
+  test("prints the trailing expression's repr like a REPL", () =>
+    withHome(async (home) => {
+      const r = await run(["run", "x = [1, 2]\nx + [3]"], { home });
+      expect(r.stdout).toBe("[1, 2, 3]\n");
+      expect(r.code).toBe(0);
+    }));
+
+  test("a cell's stderr goes to stderr, fd-level output included", () =>
+    withHome(async (home) => {
+      const r = await run(["run", "import os, sys\nprint('err', file=sys.stderr)\nos.write(2, b'raw\\n')\nos.write(1, b'out\\n')"], { home });
+      expect(r.stdout).toBe("out\n");
+      expect(r.stderr).toBe("err\nraw\n");
+      expect(r.code).toBe(0);
+    }));
+
+  test("a ZeroDivisionError exits 1 with the failing cell line and the error", () =>
+    withHome(async (home) => {
+      const r = await run(["run", "def f():\n    return 1 / 0\nf()"], { home });
+      expect(r.code).toBe(1);
+      expect(r.stdout).toBe("");
+      const lines = r.stderr.trimEnd().split("\n");
+      expect(lines.at(-1)).toBe("ZeroDivisionError: division by zero");
+      expect(r.stderr).toContain("return 1 / 0");
+      expect(r.stderr).toContain("--traceback");
+      expect(r.stderr).not.toContain("Traceback (most recent call last)");
+    }));
+
+  test("--traceback shows every frame of the cell", () =>
+    withHome(async (home) => {
+      const r = await run(["run", "--traceback", "def f():\n    return 1 / 0\nf()"], { home });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain("Traceback (most recent call last)");
+      expect(r.stderr).toContain("f()");
+      expect(r.stderr).toContain("return 1 / 0");
+      expect(r.stderr.trimEnd().split("\n").at(-1)).toBe("ZeroDivisionError: division by zero");
+    }));
+
+  test("a SyntaxError exits 1 and shows the offending line", () =>
+    withHome(async (home) => {
+      const r = await run(["run", "x = 1\ndef broken(:\n    pass"], { home });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain("def broken(:");
+      expect(r.stderr.trimEnd().split("\n").at(-1)).toStartWith("SyntaxError:");
+    }));
+
+  test("--max-output 50 truncates to head, marker and tail with the exact count", () =>
+    withHome(async (home) => {
+      const text = await run(["run", "--max-output", "50", "print('a' * 500 + 'Z')"], { home });
+      expect(text.code).toBe(0);
+      expect(text.stdout).toStartWith("a".repeat(25));
+      expect(text.stdout).toContain("[452 bytes truncated]");
+      expect(text.stdout.trimEnd()).toEndWith("Z");
+      const json = await run(["run", "--json", "--max-output", "50", "print('a' * 500 + 'Z')"], { home });
+      const result = JSON.parse(json.stdout);
+      expect(result.truncated).toBe(true);
+      expect(result.truncated_bytes).toBe(502 - 50);
+    }));
+});
+
+describe("awrepl run: where the cell comes from", () => {
+  test("- reads the cell from stdin (a heredoc)", () =>
+    withHome(async (home) => {
+      const r = await run(["run", "-"], { home, input: "import json\nprint(json.dumps({'a': [1, 2]}))\n" });
+      expect(r.stdout).toBe('{"a": [1, 2]}\n');
+      expect(r.code).toBe(0);
+    }));
+
+  test("no CODE and a non-terminal stdin reads stdin", () =>
+    withHome(async (home) => {
+      const r = await run(["run"], { home, input: "quote = \"it's\"\nprint(quote)\n" });
+      expect(r.stdout).toBe("it's\n");
+      expect(r.code).toBe(0);
+    }));
+
+  test("-f FILE reads a file", () =>
+    withHome(async (home) => {
+      const file = join(home, "cell.py");
+      writeFileSync(file, "total = sum(range(5))\ntotal\n");
+      const r = await run(["run", "-f", file], { home });
+      expect(r.stdout).toBe("10\n");
+      expect(r.code).toBe(0);
+    }));
+
+  test("-- lets the code start with a dash", () =>
+    withHome(async (home) => {
+      const r = await run(["run", "--", "-1 + 3"], { home });
+      expect(r.stdout).toBe("2\n");
+    }));
+});
+
+describe("awrepl run --json", () => {
+  test("prints exactly one JSON object with every ExecResult field", () =>
+    withHome(async (home) => {
+      const r = await run(["run", "--json", "import sys\nprint('out')\nprint('err', file=sys.stderr)\n6 * 7"], { home });
+      expect(r.code).toBe(0);
+      expect(r.stderr).toBe("");
+      expect(r.stdout.endsWith("\n")).toBe(true);
+      expect(r.stdout.trimEnd().split("\n")).toHaveLength(1);
+      const result = JSON.parse(r.stdout);
+      for (const field of ["stdout", "stderr", "value", "exception", "traceback", "duration_ms", "truncated", "truncated_bytes", "status", "session", "display"]) {
+        expect(result).toHaveProperty(field);
+      }
+      expect(result).toMatchObject({ stdout: "out\n", stderr: "err\n", value: "42", exception: null, traceback: "", truncated: false, truncated_bytes: 0, status: "ok", session: null, display: [] });
+      expect(typeof result.duration_ms).toBe("number");
+    }));
+
+  test("an exception is status error, exit 1, with exception and traceback", () =>
+    withHome(async (home) => {
+      const r = await run(["run", "--json", "1/0"], { home });
+      expect(r.code).toBe(1);
+      const result = JSON.parse(r.stdout);
+      expect(result.status).toBe("error");
+      expect(result.exception).toBe("ZeroDivisionError: division by zero");
+      expect(result.traceback).toContain("ZeroDivisionError");
+      expect(result.value).toBeNull();
+    }));
+});

@@ -1,0 +1,35 @@
+// Timeouts and Ctrl-C through the compiled binary: exit statuses 124 and 130, and nothing left running.
+import { describe, expect, test } from "bun:test";
+import { processesOf, run, start, waitForNoProcesses, withHome } from "./helpers.ts";
+
+describe("awrepl run: stopping a cell", () => {
+  test("--timeout stops a runaway C loop: exit 124, quickly, no process left", () =>
+    withHome(async (home) => {
+      const r = await run(["run", "--timeout", "500", "sum(range(10**12))"], { home, timeoutMs: 20_000 });
+      expect(r.code).toBe(124);
+      // Deadline 0.5 s + grace 2 s + start-up; far below the minutes the loop would take.
+      expect(r.ms).toBeLessThan(15_000);
+      expect(r.stderr.toLowerCase()).toContain("timeout");
+      expect(await waitForNoProcesses(home)).toEqual([]);
+    }));
+
+  test("--timeout in --json mode: status timeout", () =>
+    withHome(async (home) => {
+      const r = await run(["run", "--json", "--timeout", "300", "import time\nwhile True: time.sleep(0.01)"], { home, timeoutMs: 20_000 });
+      expect(r.code).toBe(124);
+      expect(JSON.parse(r.stdout).status).toBe("timeout");
+    }));
+
+  test("Ctrl-C (SIGINT to awrepl) interrupts `while True: pass`: exit 130, no process left", () =>
+    withHome(async (home) => {
+      const p = await start(["run", "print('started', flush=True)\nwhile True: pass"], { home, timeoutMs: 20_000 });
+      await p.waitForStdout("started\n", 15_000);
+      expect(processesOf(home).length).toBeGreaterThan(0);
+      p.child.kill("SIGINT");
+      const r = await p.result;
+      expect(r.timedOut).toBe(false);
+      expect(r.code).toBe(130);
+      expect(r.stderr).toContain("KeyboardInterrupt");
+      expect(await waitForNoProcesses(home)).toEqual([]);
+    }));
+});

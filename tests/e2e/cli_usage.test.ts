@@ -1,0 +1,77 @@
+// Usage errors: exit 2 with exactly one line on stderr, whatever produced them (commander or awrepl).
+import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { ROOT, run, withHome } from "./helpers.ts";
+
+function expectUsageError(r: { code: number | null; stdout: string; stderr: string }, mentions: string): void {
+  expect(r.code).toBe(2);
+  expect(r.stdout).toBe("");
+  expect(r.stderr.endsWith("\n")).toBe(true);
+  expect(r.stderr.trimEnd().split("\n")).toHaveLength(1);
+  expect(r.stderr).toStartWith("awrepl: ");
+  expect(r.stderr).toContain(mentions);
+}
+
+describe("usage errors", () => {
+  test("a bad session name, before or after the subcommand", () =>
+    withHome(async (home) => {
+      expectUsageError(await run(["--session", "no spaces", "run", "1"], { home }), '"no spaces"');
+      expectUsageError(await run(["run", "-s", "-bad", "1"], { home }), "-bad");
+      expectUsageError(await run(["run", "-s", "x".repeat(65), "1"], { home }), "x".repeat(65));
+    }));
+
+  test("a bad AWREPL_SESSION", () =>
+    withHome(async (home) => {
+      expectUsageError(await run(["run", "1"], { home, env: { AWREPL_SESSION: "a/b" } }), "AWREPL_SESSION");
+    }));
+
+  test("an unknown flag, with a suggestion on the same line", () =>
+    withHome(async (home) => {
+      const r = await run(["run", "--jsn", "1"], { home });
+      expectUsageError(r, "--jsn");
+      expect(r.stderr).toContain("--json");
+      expectUsageError(await run(["--bogus"], { home }), "--bogus");
+    }));
+
+  test("a missing -f file", () =>
+    withHome(async (home) => {
+      expectUsageError(await run(["run", "-f", join(home, "missing.py")], { home }), "missing.py");
+    }));
+
+  test("a bad --timeout value, a missing option value, too many arguments, an unknown command", () =>
+    withHome(async (home) => {
+      expectUsageError(await run(["run", "--timeout", "soon", "1"], { home }), "soon");
+      expectUsageError(await run(["run", "1", "--max-output"], { home }), "--max-output");
+      expectUsageError(await run(["run", "print", "(1)"], { home }), "too many arguments");
+      expectUsageError(await run(["frobnicate"], { home }), "frobnicate");
+      expectUsageError(await run([], { home }), "--help");
+    }));
+
+  test("CODE and -f together", () =>
+    withHome(async (home) => {
+      expectUsageError(await run(["run", "1", "-f", "x.py"], { home }), "not both");
+    }));
+});
+
+describe("--version and --help", () => {
+  test("--version prints the package version", () =>
+    withHome(async (home) => {
+      const { version } = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
+      const r = await run(["--version"], { home });
+      expect(r.code).toBe(0);
+      expect(r.stdout).toBe(`${version}\n`);
+    }));
+
+  test("--help shows the commands and copyable examples, heredoc included", () =>
+    withHome(async (home) => {
+      const r = await run(["--help"], { home });
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain("run [options] [code]");
+      expect(r.stdout).toContain("<<'EOF'");
+      expect(r.stdout).toContain("Exit status");
+      const sub = await run(["run", "--help"], { home });
+      expect(sub.code).toBe(0);
+      expect(sub.stdout).toContain("--max-output");
+    }));
+});
