@@ -1,0 +1,1548 @@
+"""awrepl runtime: one persistent Python namespace served over protocol v3.
+
+Stdlib only, CPython 3.9-3.13; ``dill`` is used for snapshots when importable.
+Run as ``python -u runtime.py`` (or a cached ``.pyc`` of it), or send the source
+through the one-line bootstrap in ``BOOTSTRAP`` (remote workers):
+
+    python -u -c BOOTSTRAP        # then write b"<N>\\n" and N bytes of source to its stdin
+
+The bootstrap reads one ASCII line holding the length N from fd 0 byte by byte,
+then exactly N bytes of source, and exec's them as ``__main__``; the protocol
+then continues on fd 0. Nothing here depends on ``__file__``.
+
+Wire format: one JSON object per line, UTF-8. Requests arrive on fd 0; events
+leave on a private dup of the original fd 1. fds 1 and 2 are pipes drained by
+pump threads (raw bytes ship as stdout/stderr with id null); fd 0 is /dev/null.
+Full description: docs/protocol.md.
+
+Requests (host -> runtime); (+) marks awrepl's additions to protocol v3:
+
+    {"type":"execute","id":ID,"code":STR}
+    {"type":"interrupt"}  {"type":"interrupt","id":ID}          no done
+    {"type":"host_reply","id":ID,"data":OBJ}                     no done
+    {"type":"snapshot","id":ID,"path":STR,"manifest_path":STR,
+     "max_bytes":INT?,"max_variable_bytes":INT?,"prune_oversized":BOOL?}
+                                         done + saved, skipped, pruned, bytes
+    {"type":"restore","id":ID,"path":STR}      done + restored, failed
+    {"type":"list_names","id":ID}              done + names
+    {"type":"signatures","id":ID,"modules":[STR]?}
+                                         done + calls, failed, digest
+    {"type":"shutdown","id":ID?}               done only when it carries an id
+  + {"type":"variables","id":ID}               done + variables {name: "type: repr"}
+  + {"type":"inspect","id":ID,"name":STR}      done + info {type, repr, doc, ...};
+                                               unknown name: status error + reason
+  + {"type":"reset","id":ID}                   fresh namespace
+  + {"type":"complete","id":ID,"code":STR,"cursor":INT?}   done + matches [STR]
+  + {"type":"is_complete","id":ID,"code":STR}  done.status complete|incomplete|
+                                               invalid, done + indent
+
+Events (runtime -> host):
+
+    {"event":"ready","protocol":3,"python":STR,"capabilities":[STR],"pid":INT(+)}
+    {"event":"stdout"|"stderr","id":STR|null,"text":STR}
+    {"event":"result","id":STR,"text":STR}
+    {"event":"display","id":STR|null,"data":{MIME: payload}}
+    {"event":"host_request","id":STR,"data":OBJ}
+    {"event":"error","id":STR|null,"ename":STR,"evalue":STR,"traceback":[STR]}
+    {"event":"done","id":STR,"status":"ok"|"error", ...per request above, "reason":STR?}
+
+A malformed line gets an error event with ename "ProtocolError" (id null, or the
+request's id plus a failed done when the id is readable); the runtime keeps serving.
+"""
+
+import os
+import sys
+import _thread
+
+PROTOCOL = 3
+CAPABILITIES = ["signatures", "variables", "inspect", "reset", "complete", "is_complete", "snapshot"]
+
+# The remote bootstrap: no single quotes, no backslashes, no dollar signs, so a host can
+# put it inside '...' for a remote shell unchanged.
+BOOTSTRAP = (
+    "import os;h=b\"\";exec(\"while 10 not in h:c=os.read(0,1) or os._exit(3);h+=c\");"
+    "n=int(h);s=b\"\";exec(\"while len(s)<n:c=os.read(0,n-len(s)) or os._exit(3);s+=c\");"
+    "exec(compile(s,\"<awrepl-runtime>\",\"exec\"),{\"__name__\":\"__main__\"})"
+)
+
+_G = globals()  # frames whose globals are this dict are the runtime's own: stripped from tracebacks
+_main_ident = _thread.get_ident()
+_pid = os.getpid()
+_forked = False
+_proto_fd = -1
+_req_fd = -1
+
+
+# ---------------------------------------------------------------------------------------------
+# Channels (only os-level work before `ready`: every import here is start-up latency)
+# ---------------------------------------------------------------------------------------------
+
+class _Pump(object):
+    """One fd (1 or 2) redirected into a pipe; a thread drains it to stdout/stderr events."""
+
+    __slots__ = ("chan", "fd", "rfd", "wfd", "seen", "busy", "wake", "poller", "check")
+
+    def __init__(self, fd, chan):
+        self.chan = chan
+        self.fd = fd
+        r, w = os.pipe()
+        os.dup2(w, fd)  # fd 1/2 become the pipe's write end (inheritable: subprocesses write here)
+        self.rfd = r
+        self.wfd = w  # private write end: fence markers, and keeps the pipe alive if fd is closed
+        self.seen = 0  # fence markers seen by the pump thread
+        self.busy = False
+        self.wake = _thread.allocate_lock()
+        self.wake.acquire()
+        self.poller = None  # the pump thread's
+        self.check = None  # the main thread's: one poll object must not be polled concurrently
+
+
+def _setup_fds():
+    global _proto_fd, _req_fd
+    _proto_fd = os.dup(1)
+    _req_fd = os.dup(0)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.close(null)
+    return _Pump(1, "stdout"), _Pump(2, "stderr")
+
+
+def _write_all(data):
+    try:
+        n = os.write(_proto_fd, data)
+        if n == len(data):
+            return
+        view = memoryview(data)[n:]
+        while view:
+            view = view[os.write(_proto_fd, view):]
+    except BrokenPipeError:
+        os._exit(0)  # the host is gone: nobody reads our frames any more
+    except InterruptedError:
+        raise
+
+
+# ---------------------------------------------------------------------------------------------
+# Framing: JSON encoding, the write lock, the Python-level output batch
+# ---------------------------------------------------------------------------------------------
+
+_wlock = _thread.allocate_lock()
+_crit = 0  # main thread inside a frame write: SIGINT is deferred, never tears a frame
+_kbi_deferred = False
+_enc = None
+_enc_ascii = None
+
+
+def _json_default(o):
+    return repr(o)
+
+
+def _init_json():
+    global _enc, _enc_ascii, _loads
+    import json
+    _enc = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"),
+                            default=_json_default).encode
+    _enc_ascii = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"),
+                                  default=_json_default).encode
+    _loads = json.loads
+
+
+def _loads(s):  # replaced by _init_json
+    _init_json()
+    return _loads(s)
+
+
+def _sanitize(o):
+    """Non-finite floats become null: JSON has no NaN and the host's parser rejects it."""
+    if isinstance(o, float):
+        return o if o == o and o not in (float("inf"), float("-inf")) else None
+    if isinstance(o, dict):
+        return {k: _sanitize(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_sanitize(v) for v in o]
+    return o
+
+
+def _frame(obj):
+    try:
+        s = _enc(obj)
+    except ValueError:
+        s = _enc(_sanitize(obj))
+    try:
+        return s.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:  # lone surrogates: \\uXXXX escapes keep the frame valid UTF-8
+        try:
+            s = _enc_ascii(obj)
+        except ValueError:
+            s = _enc_ascii(_sanitize(obj))
+        return s.encode("ascii") + b"\n"
+
+
+# Pending batch of Python-level writes from the live cell (main thread only).
+_bparts = []
+_bsize = 0
+_bchan = None
+_bid = None
+_bgen = 0
+_bstart = 0.0
+_timer_wake = _thread.allocate_lock()
+_timer_wake.acquire()
+_live_cell = None  # id of the execute request currently running
+BATCH_BYTES = 8192
+BATCH_SECONDS = 0.05
+
+
+def _flush_batch_locked():
+    global _bparts, _bsize
+    parts = _bparts
+    _bparts = []
+    _bsize = 0
+    _write_all(_frame({"event": _bchan, "id": _bid, "text": "".join(parts)}))
+
+
+def _crit_exit():
+    global _crit, _kbi_deferred
+    _crit -= 1
+    if _crit == 0 and _kbi_deferred:
+        _kbi_deferred = False
+        _on_sigint(2, None)
+
+
+def _send(obj):
+    """Ship one event; a pending batch goes first so order within the channel holds."""
+    global _crit
+    if _forked:
+        return _send_forked(obj)
+    data = _frame(obj)
+    main = _thread.get_ident() == _main_ident
+    if main:
+        _crit += 1
+    try:
+        with _wlock:
+            if _bparts:
+                _flush_batch_locked()
+            _write_all(data)
+    finally:
+        if main:
+            _crit_exit()
+
+
+def _send_forked(obj):
+    """A forked child never writes frames: its text goes to the fd pipes like any raw write."""
+    ev = obj.get("event")
+    if ev in ("stdout", "stderr"):
+        try:
+            os.write(1 if ev == "stdout" else 2, obj["text"].encode("utf-8", "replace"))
+        except OSError:
+            pass
+
+
+def _stream_write(chan, s):
+    global _crit, _bparts, _bsize, _bchan, _bid, _bgen, _bstart
+    if _forked:
+        return _send_forked({"event": chan, "text": s})
+    cid = _cell_get(None)
+    if cid is not None and cid == _live_cell and _thread.get_ident() == _main_ident:
+        _crit += 1
+        try:
+            with _wlock:
+                if _bparts and (chan != _bchan or cid != _bid):
+                    _flush_batch_locked()
+                if not _bparts:
+                    _bchan = chan
+                    _bid = cid
+                    _bgen += 1
+                    _bstart = _monotonic()
+                    if _timer_wake.locked():
+                        _timer_wake.release()
+                _bparts.append(s)
+                _bsize += len(s)
+                if _bsize >= BATCH_BYTES:
+                    _flush_batch_locked()
+        finally:
+            _crit_exit()
+    else:
+        _send({"event": chan, "id": cid, "text": s})
+
+
+def _batch_timer():
+    """Ships a batch 50 ms after it started even when the cell stops printing."""
+    import time
+    while True:
+        _timer_wake.acquire()
+        while True:
+            with _wlock:
+                gen, start, pending = _bgen, _bstart, bool(_bparts)
+            if not pending:
+                break
+            delay = start + BATCH_SECONDS - _monotonic()
+            if delay > 0:
+                time.sleep(delay)
+                continue
+            with _wlock:
+                if _bgen == gen and _bparts:
+                    _flush_batch_locked()
+            break
+
+
+# ---------------------------------------------------------------------------------------------
+# Python-level streams and fd pumps
+# ---------------------------------------------------------------------------------------------
+
+def _make_stream_class():
+    import io
+
+    class Stream(io.TextIOBase):
+        """sys.stdout / sys.stderr: writes are tagged with the writing context's cell id."""
+
+        encoding = "utf-8"
+        errors = "replace"
+        newlines = None
+        line_buffering = False
+
+        def __init__(self, chan, fd):
+            self._chan = chan
+            self._fd = fd
+            self._buffer = None
+            self.name = "<%s>" % chan
+
+        def write(self, s):
+            if not isinstance(s, str):
+                raise TypeError("write() argument must be str, not %s" % type(s).__name__)
+            if s:
+                _stream_write(self._chan, s)
+            return len(s)
+
+        def writable(self):
+            return True
+
+        def readable(self):
+            return False
+
+        def seekable(self):
+            return False
+
+        def isatty(self):
+            return False
+
+        def fileno(self):
+            return self._fd
+
+        def flush(self):
+            if self._buffer is not None:
+                self._buffer.flush()
+
+        @property
+        def buffer(self):
+            """Raw bytes go to the fd pipe: shipped with id null, like os.write."""
+            if self._buffer is None:
+                self._buffer = io.open(self._fd, "wb", closefd=False)
+            return self._buffer
+
+        def close(self):
+            pass  # closing would break every later print
+
+    return Stream
+
+
+def _partial_marker_tail(data, marker):
+    """Length of the longest suffix of data that is a proper prefix of marker."""
+    n = min(len(marker) - 1, len(data))
+    while n > 0:
+        if data.endswith(marker[:n]):
+            return n
+        n -= 1
+    return 0
+
+
+def _pump_loop(p):
+    import codecs
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    marker = _FENCE
+    carry = b""
+    rfd = p.rfd
+    poller = p.poller
+    while True:
+        if poller is not None:
+            try:
+                poller.poll()
+            except InterruptedError:
+                continue
+        p.busy = True
+        try:
+            data = os.read(rfd, 1 << 16)
+        except InterruptedError:
+            continue
+        except OSError:
+            return
+        if not data:
+            return
+        if carry:
+            data = carry + data
+            carry = b""
+        fences = 0
+        if b"\x00" in data:
+            i = data.find(marker)
+            while i >= 0:
+                data = data[:i] + data[i + len(marker):]
+                fences += 1
+                i = data.find(marker)
+            k = _partial_marker_tail(data, marker)
+            if k:
+                carry = data[-k:]
+                data = data[:-k]
+        text = decoder.decode(data)
+        if text:
+            _send({"event": p.chan, "id": None, "text": text})
+        if fences:
+            p.seen += fences
+            if p.wake.locked():
+                try:
+                    p.wake.release()
+                except RuntimeError:
+                    pass
+        p.busy = False
+
+
+def _fence(pumps, r):
+    """Every byte a cell wrote to fds 1/2 ships before its done: write a marker, await it."""
+    for name in ("__stdout__", "__stderr__"):
+        f = getattr(sys, name, None)
+        try:
+            if f is not None:
+                f.flush()
+        except Exception:
+            pass
+    for s in (sys.stdout, sys.stderr):
+        b = getattr(s, "_buffer", None)
+        if b is not None:
+            try:
+                b.flush()
+            except Exception:
+                pass
+    if "ctypes" in sys.modules:  # C stdio buffers of extension code
+        try:
+            _libc_fflush()
+        except Exception:
+            pass
+    waits = []
+    for p in pumps:
+        if p.check is not None:
+            try:
+                ready = p.check.poll(0)
+            except OSError:
+                ready = True
+            if not ready and not p.busy:
+                continue  # pipe empty and pump idle: everything written so far has shipped
+        target = p.seen + 1
+        try:
+            os.write(p.wfd, _FENCE)
+        except OSError:
+            continue
+        waits.append((p, target))
+    deadline = _monotonic() + 5.0
+    for p, target in waits:
+        while p.seen < target:
+            left = deadline - _monotonic()
+            if left <= 0:
+                break
+            p.wake.acquire(True, min(left, 0.5))
+
+
+_libc = None
+
+
+def _libc_fflush():
+    global _libc
+    import ctypes
+    if _libc is None:
+        _libc = ctypes.CDLL(None)
+    _libc.fflush(None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Requests: the queue, the active request, interrupts
+# ---------------------------------------------------------------------------------------------
+
+class _Req(object):
+    __slots__ = ("msg", "id", "type", "kbi", "pending", "in_user", "task", "done", "failed",
+                 "cancelled", "extra")
+
+    def __init__(self, msg):
+        self.msg = msg
+        self.id = msg.get("id")
+        self.type = msg.get("type")
+        self.kbi = False  # an interrupt targets this request
+        self.pending = False  # an interrupt that could not be raised yet: raised at the next checkpoint
+        self.in_user = False  # running user code (or waiting on it): a KeyboardInterrupt may land here
+        self.task = None
+        self.done = False
+        self.failed = False
+        self.cancelled = False  # its task was cancelled on behalf of an interrupt
+        self.extra = None
+
+
+_slock = _thread.allocate_lock()
+_active = None
+_queued = []
+_reqq = None  # _queue.SimpleQueue
+_loop = None  # the asyncio loop, created the first time a cell needs it
+_wake = None
+_dispatcher_task = None
+_first_job = None
+_sig_for = None
+_stop = False
+_serving = False
+_use_signal = True
+
+
+def _enqueue(r):
+    with _slock:
+        _queued.append(r)
+    _reqq.put(r)
+    lp = _loop
+    if lp is not None:
+        try:
+            lp.call_soon_threadsafe(_wake)
+        except RuntimeError:
+            pass
+
+
+def _activate(r):
+    global _active, _live_cell
+    with _slock:
+        _active = r
+        try:
+            _queued.remove(r)
+        except ValueError:
+            pass
+    if r.type == "execute":
+        _live_cell = r.id
+    return r.kbi
+
+
+def _interrupt(rid):
+    """Reader thread: route an interrupt to the running request, or park it on a queued one."""
+    global _sig_for
+    with _slock:
+        a = _active
+        target = None
+        if rid is None:
+            target = a if a is not None else (_queued[0] if _queued else None)
+        elif a is not None and a.id == rid:
+            target = a
+        else:
+            for q in _queued:
+                if q.id == rid:
+                    target = q
+                    break
+        if target is None:
+            return  # finished or unknown: dropped
+        target.kbi = True
+        if target is not a:
+            return  # parked: delivered when it becomes active
+    if _use_signal:
+        _sig_for = a
+        _signal.pthread_kill(_main_ident, _signal.SIGINT)
+    else:
+        # No pthread_kill (Windows): cancel the cell's task on the loop. Cells suspended at an
+        # await interrupt normally; cells in synchronous code cannot be broken.
+        lp = _loop
+        if lp is not None and a.task is not None:
+            a.cancelled = True
+            lp.call_soon_threadsafe(_cancel_req, a)
+        else:
+            a.pending = True
+
+
+def _cancel_req(r):
+    t = r.task
+    if t is not None and not t.done():
+        t.cancel()
+
+
+def _current_task():
+    try:
+        return _asyncio.current_task(_loop)
+    except Exception:
+        return None
+
+
+def _on_sigint(signum, frame):
+    """Main thread. Raise KeyboardInterrupt where it belongs, or cancel the cell's task."""
+    global _kbi_deferred, _sig_for
+    if _forked:
+        raise KeyboardInterrupt
+    r = _active
+    s = _sig_for
+    _sig_for = None
+    if r is None or r.done:
+        return  # nothing running: ignored
+    if s is not None and s is not r:
+        return  # meant for a request that has finished since
+    r.kbi = True
+    if _crit:
+        _kbi_deferred = True  # mid-frame: retried when the frame is written
+        return
+    t = r.task
+    if _loop is None or t is None:
+        if r.in_user:
+            r.pending = False
+            raise KeyboardInterrupt
+        r.pending = True
+        return
+    cur = _current_task()
+    if cur is t:
+        if r.in_user:
+            r.pending = False
+            raise KeyboardInterrupt
+        r.pending = True
+        return
+    # The cell is suspended at an await, or another task holds the thread: raising here would
+    # land in the wrong context, so cancel the cell's task (reported as KeyboardInterrupt).
+    if not t.done():
+        r.cancelled = True
+        _loop.call_soon_threadsafe(_cancel_req, r)
+    else:
+        r.pending = True
+    if cur is not None and cur is not _dispatcher_task:
+        raise KeyboardInterrupt  # a background task blocking the only thread dies with it
+
+
+def _checkpoint(r):
+    if r.pending:
+        r.pending = False
+        raise KeyboardInterrupt
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors: tracebacks without runtime frames, the repeat line, call-shape remedies
+# ---------------------------------------------------------------------------------------------
+
+_fail_history = {}
+
+
+def _strip_tb(tb):
+    while tb is not None and tb.tb_frame.f_globals is _G:
+        tb = tb.tb_next
+    cur = tb
+    while cur is not None:
+        nxt = cur.tb_next
+        while nxt is not None and nxt.tb_frame.f_globals is _G:
+            nxt = nxt.tb_next
+        try:
+            cur.tb_next = nxt
+        except Exception:
+            pass
+        cur = nxt
+    return tb
+
+
+def _strip_exc(e, seen=None):
+    if seen is None:
+        seen = set()
+    if e is None or id(e) in seen:
+        return
+    seen.add(id(e))
+    try:
+        e.__traceback__ = _strip_tb(e.__traceback__)
+    except Exception:
+        pass
+    _strip_exc(e.__cause__, seen)
+    _strip_exc(e.__context__, seen)
+
+
+def _format_exc(e):
+    import traceback
+    _strip_exc(e)
+    try:
+        return traceback.format_exception(type(e), e, e.__traceback__)
+    except Exception:
+        return ["%s: %s\n" % (type(e).__name__, _safe_str(e))]
+
+
+def _safe_str(e):
+    try:
+        return str(e)
+    except Exception:
+        return "<unprintable %s>" % type(e).__name__
+
+
+def _send_error(rid, e, extra_lines=()):
+    tb = _format_exc(e)
+    tb.extend(extra_lines)
+    _send({"event": "error", "id": rid, "ename": type(e).__name__, "evalue": _safe_str(e),
+           "traceback": tb})
+
+
+def _fail(r, e, code=None):
+    r.failed = True
+    try:
+        sys.last_type, sys.last_value, sys.last_traceback = type(e), e, e.__traceback__
+    except Exception:
+        pass
+    extra = []
+    if code is not None and not isinstance(e, KeyboardInterrupt):
+        try:
+            extra.extend(_remedies(e))
+        except Exception:
+            pass
+        key = code
+        prev = _fail_history.get(key)
+        if prev is not None:
+            extra.append("[awrepl] This identical cell already failed %d time%s before (%s); "
+                         "running it again unchanged will fail the same way.\n"
+                         % (prev[0], "" if prev[0] == 1 else "s", prev[1]))
+        if len(_fail_history) > 256:
+            _fail_history.clear()
+        _fail_history[key] = ((prev[0] if prev else 0) + 1, type(e).__name__)
+    _send_error(r.id, e, extra)
+
+
+def _remedies(e):  # replaced below by the signatures module section
+    return []
+
+
+def _protocol_error(rid, message):
+    _send({"event": "error", "id": rid, "ename": "ProtocolError", "evalue": message,
+           "traceback": ["ProtocolError: %s\n" % message]})
+
+
+# ---------------------------------------------------------------------------------------------
+# Execution
+# ---------------------------------------------------------------------------------------------
+
+_CO_COROUTINE = 0x80
+_TLA = 0x2000  # PyCF_ALLOW_TOP_LEVEL_AWAIT
+_AST_ONLY = 0x400  # PyCF_ONLY_AST
+_cell_no = 0
+_ns = None
+_NOTHING = object()
+
+
+class _Prep(object):
+    __slots__ = ("body", "tail", "explicit_await", "needs_loop", "code")
+
+
+def _register_source(filename, code):
+    import linecache
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+
+
+def _mentions_asyncio(co):
+    if "asyncio" in co.co_names or "asyncio" in co.co_varnames:
+        return True
+    for c in co.co_consts:
+        if type(c) is type(co) and _mentions_asyncio(c):
+            return True
+    return False
+
+
+def _prepare(code):
+    global _cell_no
+    import _ast
+    _cell_no += 1
+    fn = "<cell-%d>" % _cell_no
+    _register_source(fn, code)
+    tree = compile(code, fn, "exec", _AST_ONLY | _TLA, dont_inherit=True)
+    body = tree.body
+    p = _Prep()
+    p.code = code
+    p.tail = None
+    p.explicit_await = False
+    if body and type(body[-1]) is _ast.Expr:
+        expr = body.pop().value
+        if type(expr) is _ast.Await:
+            # `await v` as the last line: v is awaited when awaitable, else returned settled.
+            p.explicit_await = True
+            expr = expr.value
+        p.tail = compile(_ast.Expression(expr), fn, "eval", _TLA, dont_inherit=True)
+    p.body = compile(_ast.Module(body, []), fn, "exec", _TLA, dont_inherit=True) if body else None
+    needs = "asyncio" in sys.modules
+    for c in (p.body, p.tail):
+        if c is not None and not needs:
+            needs = bool(c.co_flags & _CO_COROUTINE) or _mentions_asyncio(c)
+    p.needs_loop = needs
+    return p
+
+
+def _is_awaitable(v):
+    if v is None or type(v) in (int, str, float, bool, list, dict, tuple):
+        return False
+    t = type(v)
+    if t.__name__ == "coroutine":
+        return True
+    if hasattr(t, "__await__"):
+        return True
+    gi = getattr(v, "gi_code", None)
+    return gi is not None and bool(getattr(gi, "co_flags", 0) & 0x100)
+
+
+def _should_await(v, explicit):
+    if not _is_awaitable(v):
+        return False
+    if explicit:
+        return True
+    # A started Task is kept: awaiting it would turn a background launch into a blocking wait.
+    a = sys.modules.get("asyncio")
+    if a is not None and isinstance(v, a.Task):
+        return False
+    return not getattr(v, "__awrepl_keep__", False)
+
+
+def _complete(r, value):
+    if value is None:
+        return
+    _ns["_"] = value
+    _checkpoint(r)
+    r.in_user = True
+    try:
+        text = repr(value)
+    finally:
+        r.in_user = False
+    _send({"event": "result", "id": r.id, "text": text})
+
+
+def _finish(r, extra=None, status=None):
+    """Drain both channels, then the one done of this request."""
+    global _live_cell, _active
+    if r.done:
+        return
+    if r.type == "execute":
+        try:
+            r.in_user = True  # the drain is still interrupt-targetable
+            try:
+                _checkpoint(r)
+                _fence(_pumps, r)
+            finally:
+                r.in_user = False
+        except KeyboardInterrupt as e:
+            if not r.failed:
+                _fail(r, e)
+        if r.pending and not r.failed:
+            r.pending = False
+            _fail(r, KeyboardInterrupt())
+    msg = {"event": "done", "id": r.id, "status": status or ("error" if r.failed else "ok")}
+    if extra:
+        msg.update(extra)
+    _live_cell = None
+    r.done = True
+    if r.id is not None:
+        _send(msg)
+    with _slock:
+        if _active is r:
+            _active = None
+
+
+def _exec_sync(r, code):
+    """Execute without an event loop; hands over to the loop when the cell needs one."""
+    try:
+        p = _prepare(code)
+    except BaseException as e:
+        _fail(r, e, code)
+        return _finish(r)
+    if p.needs_loop:
+        return _go_loop(r, _cell_async(r, p))
+    try:
+        _checkpoint(r)
+        value = None
+        r.in_user = True
+        try:
+            if p.body is not None:
+                exec(p.body, _ns)
+            if p.tail is not None:
+                value = eval(p.tail, _ns)
+        finally:
+            r.in_user = False
+        if p.tail is not None and _should_await(value, p.explicit_await):
+            return _go_loop(r, _cell_await_value(r, p, value))
+        _complete(r, value)
+    except BaseException as e:
+        _fail(r, e, code)
+    _finish(r)
+
+
+async def _cell_async(r, p, value=_NOTHING):
+    try:
+        try:
+            _checkpoint(r)
+            r.in_user = True
+            try:
+                if value is _NOTHING:
+                    value = None
+                    if p.body is not None:
+                        v = eval(p.body, _ns)
+                        if p.body.co_flags & _CO_COROUTINE:
+                            await v
+                    if p.tail is not None:
+                        value = eval(p.tail, _ns)
+                        if p.tail.co_flags & _CO_COROUTINE:
+                            value = await value
+                if p.tail is not None and _should_await(value, p.explicit_await):
+                    value = await value
+            finally:
+                r.in_user = False
+            _complete(r, value)
+        except BaseException as e:
+            if r.cancelled and isinstance(e, _asyncio.CancelledError):
+                k = KeyboardInterrupt()
+                k.__traceback__ = e.__traceback__
+                e = k
+            _fail(r, e, p.code)
+        _finish(r)
+    except BaseException as e:  # never leave a request without its done
+        if not r.done:
+            try:
+                _fail(r, e)
+            finally:
+                _finish(r)
+
+
+def _cell_await_value(r, p, value):
+    return _cell_async(r, p, value)
+
+
+# ---------------------------------------------------------------------------------------------
+# The loop: created lazily (importing asyncio costs more than the interpreter's start-up)
+# ---------------------------------------------------------------------------------------------
+
+_asyncio = None
+
+
+def _ensure_loop():
+    global _asyncio, _loop, _wake, _dispatcher_task
+    if _loop is not None:
+        return
+    import asyncio
+    import contextvars
+    _asyncio = asyncio
+    lp = asyncio.new_event_loop()
+    asyncio.set_event_loop(lp)
+    ev = asyncio.Event()
+    _wake = ev.set
+    _dispatcher_task = contextvars.Context().run(lp.create_task, _dispatcher(ev))
+    _loop = lp
+
+
+def _go_loop(r, coro):
+    global _first_job
+    _ensure_loop()
+    r.task = _loop.create_task(coro)  # the current context carries the cell id
+    _first_job = r
+
+
+async def _await_req(r):
+    try:
+        await r.task
+    except BaseException:
+        pass
+    if not r.done:  # cancelled before its first step
+        if r.type == "execute":
+            _fail(r, KeyboardInterrupt())
+        _finish(r, status="error")
+
+
+async def _dispatcher(ev):
+    import _queue
+    import contextvars
+    global _first_job
+    while True:
+        if _first_job is not None:
+            r, _first_job = _first_job, None
+            await _await_req(r)
+            continue
+        ev.clear()
+        try:
+            r = _reqq.get_nowait()
+        except _queue.Empty:
+            await ev.wait()
+            continue
+        if _activate(r) and r.type != "shutdown":
+            _interrupted_before_start(r)
+            continue
+        if r.type == "execute":
+            code = r.msg.get("code")
+            if not isinstance(code, str):
+                _bad_request(r, "execute needs a string 'code'")
+                continue
+            try:
+                p = _prepare(code)
+            except BaseException as e:
+                _fail(r, e, code)
+                _finish(r)
+                continue
+            coro = _cell_async(r, p)
+        else:
+            coro = _handler_async(r)
+        ctx = contextvars.copy_context()
+        ctx.run(_cell_set, r.id)
+        r.task = ctx.run(_loop.create_task, coro)
+        await _await_req(r)
+        if _stop:
+            _loop.stop()
+            return
+
+
+async def _handler_async(r):
+    _run_handler(r)
+
+
+def _interrupted_before_start(r):
+    if r.type == "execute":
+        _fail(r, KeyboardInterrupt())
+        _finish(r)
+    else:
+        _finish(r, {"reason": "interrupted"}, "error")
+
+
+def _bad_request(r, message):
+    r.failed = True
+    _protocol_error(r.id, message)
+    _finish(r, {"reason": message}, "error")
+
+
+def _handle_sync(r):
+    """Mode without a loop: the main thread runs requests straight from the queue."""
+    if _activate(r) and r.type != "shutdown":
+        return _interrupted_before_start(r)
+    token = _cell_set(r.id)
+    try:
+        if r.type == "execute":
+            code = r.msg.get("code")
+            if not isinstance(code, str):
+                return _bad_request(r, "execute needs a string 'code'")
+            _exec_sync(r, code)
+        else:
+            _run_handler(r)
+    except BaseException as e:
+        if not r.done and r.task is None:
+            r.failed = True
+            _finish(r, {"reason": "internal error: %s: %s" % (type(e).__name__, _safe_str(e))})
+    finally:
+        _cell_reset(token)
+
+
+_HANDLERS = {}
+
+
+def _run_handler(r):
+    global _stop
+    if r.type == "shutdown":
+        _stop = True
+        _finish(r)
+        if _loop is not None:
+            _loop.stop()
+        return
+    h = _HANDLERS.get(r.type)
+    if h is None:
+        return _bad_request(r, "unknown request type %r" % (r.type,))
+    try:
+        _checkpoint(r)
+        extra = h(r)
+    except _RequestFailed as e:
+        r.failed = True
+        return _finish(r, dict(e.extra, reason=e.reason))
+    except KeyboardInterrupt:
+        r.failed = True
+        return _finish(r, {"reason": "interrupted"})
+    except BaseException as e:
+        r.failed = True
+        return _finish(r, {"reason": "%s: %s" % (type(e).__name__, _safe_str(e))})
+    status = None
+    if extra and "status" in extra:
+        status = extra.pop("status")
+    _finish(r, extra, status)
+
+
+class _RequestFailed(Exception):
+    def __init__(self, reason, **extra):
+        Exception.__init__(self, reason)
+        self.reason = reason
+        self.extra = extra
+
+
+def _handler(name):
+    def register(fn):
+        _HANDLERS[name] = fn
+        return fn
+    return register
+
+
+# ---------------------------------------------------------------------------------------------
+# The namespace and the awrepl module
+# ---------------------------------------------------------------------------------------------
+
+_SKIP_NAMES = frozenset(["awrepl", "rlm", "mcp", "bash", "asyncio", "In", "Out", "get_ipython",
+                         "exit", "quit", "open"])
+
+
+def _fresh_namespace():
+    import builtins
+    ns = _user_module.__dict__
+    ns.clear()
+    ns.update({"__name__": "__main__", "__doc__": None, "__package__": None, "__spec__": None,
+               "__loader__": None, "__builtins__": builtins})
+    return ns
+
+
+def _user_names():
+    return sorted(k for k in _ns if not k.startswith("_") and k not in _SKIP_NAMES)
+
+
+def _emit(data):
+    """Ship one display event: data maps MIME type strings to JSON payloads, forwarded verbatim."""
+    if not isinstance(data, dict) or not data:
+        raise TypeError("emit() takes one non-empty dict keyed by MIME type strings")
+    for k in data:
+        if not isinstance(k, str):
+            raise TypeError("emit() keys must be MIME type strings, not %s" % type(k).__name__)
+    import json
+    try:
+        json.dumps(data)
+    except TypeError as e:
+        raise TypeError("emit() data must be JSON-serializable: %s" % e)
+    except ValueError:
+        pass  # NaN and infinities ship as null
+    _send({"event": "display", "id": _cell_get(None), "data": data})
+
+
+_host_waiters = {}
+_host_seq = [0]
+
+
+async def _host_request(data):
+    """Send one host_request event and await the host's reply data."""
+    if not isinstance(data, dict):
+        raise TypeError("host_request() takes a dict, not %s" % type(data).__name__)
+    import asyncio
+    lp = asyncio.get_running_loop()
+    with _slock:
+        _host_seq[0] += 1
+        hid = "host-%d" % _host_seq[0]
+    fut = lp.create_future()
+    _host_waiters[hid] = fut
+    try:
+        _send({"event": "host_request", "id": hid, "data": data})
+        return await fut
+    finally:
+        _host_waiters.pop(hid, None)
+
+
+def _host_reply(hid, data):
+    """Reader thread: resolve the awaiting host_request; unknown or cancelled ids are dropped."""
+    fut = _host_waiters.get(hid)
+    if fut is None:
+        return
+    if not isinstance(data, dict):
+        data = {"value": data}
+
+    def resolve():
+        if not fut.done():
+            fut.set_result(data)
+    try:
+        fut.get_loop().call_soon_threadsafe(resolve)
+    except Exception:
+        pass
+
+
+def _is_active():
+    """True while this process is serving the protocol (importing awrepl does not count)."""
+    return _serving and not _forked
+
+
+def _make_awrepl_module():
+    import types
+    m = types.ModuleType("awrepl", "awrepl's bridge to the host: emit(), host_request(), is_active().")
+    for public, fn in (("emit", _emit), ("host_request", _host_request), ("is_active", _is_active)):
+        fn.__module__ = "awrepl"
+        fn.__name__ = fn.__qualname__ = public
+        setattr(m, public, fn)
+    m.__all__ = ["emit", "host_request", "is_active"]
+    m.PROTOCOL = PROTOCOL
+    return m
+
+
+# ---------------------------------------------------------------------------------------------
+# The reader thread
+# ---------------------------------------------------------------------------------------------
+
+_NEEDS_NO_ID = ("interrupt", "host_reply", "shutdown")
+EOF_GRACE = 1.5
+
+
+def _on_line(line):
+    line = line.strip()
+    if not line:
+        return
+    try:
+        msg = _loads(line.decode("utf-8"))
+    except UnicodeDecodeError:
+        return _protocol_error(None, "request is not valid UTF-8")
+    except ValueError as e:
+        head = line[:80].decode("utf-8", "replace")
+        return _protocol_error(None, "malformed request line (%s): %s" % (e, head))
+    if not isinstance(msg, dict):
+        return _protocol_error(None, "a request must be a JSON object, got %s" % type(msg).__name__)
+    t = msg.get("type")
+    rid = msg.get("id")
+    if rid is not None and not isinstance(rid, str):
+        return _protocol_error(None, "request id must be a string, got %r" % (rid,))
+    if t == "interrupt":
+        return _interrupt(rid)
+    if t == "host_reply":
+        return _host_reply(rid, msg.get("data"))
+    if rid is None and t != "shutdown":
+        return _protocol_error(None, "request of type %r needs a string id" % (t,))
+    _enqueue(_Req(msg))
+
+
+def _reader():
+    parts = []
+    fd = _req_fd
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 18)
+        except InterruptedError:
+            continue
+        except OSError:
+            chunk = b""
+        if not chunk:
+            break
+        start = 0
+        while True:
+            i = chunk.find(b"\n", start)
+            if i < 0:
+                if start < len(chunk):
+                    parts.append(chunk[start:])
+                break
+            if parts:
+                parts.append(chunk[start:i])
+                line = b"".join(parts)
+                parts = []
+            else:
+                line = chunk[start:i]
+            start = i + 1
+            try:
+                _on_line(line)
+            except Exception as e:  # the reader never dies
+                try:
+                    _protocol_error(None, "bad request: %s: %s" % (type(e).__name__, _safe_str(e)))
+                except Exception:
+                    pass
+    # stdin closed: equivalent to shutdown, and the process is gone soon whatever runs.
+    _enqueue(_Req({"type": "shutdown"}))
+    import time
+    time.sleep(EOF_GRACE)
+    os._exit(0)
+
+
+def _start_watchdog():
+    """A forked helper that kills us when stdin hangs up and we have not exited in time.
+
+    The reader thread handles EOF itself, but it needs the GIL; a cell stuck in a C loop
+    (sum(range(10**12))) never releases it. The helper needs no GIL: it polls fd 0 for hang-up.
+    """
+    if not hasattr(os, "fork"):
+        return
+    import select
+    if not hasattr(select, "poll"):
+        return
+    parent = os.getpid()
+    try:
+        pid = os.fork()
+    except OSError:
+        return
+    if pid:
+        return
+    try:
+        fd = _req_fd
+        os.dup2(fd, 3)
+        null = os.open(os.devnull, os.O_RDWR)
+        for target in (0, 1, 2):
+            os.dup2(null, target)
+        os.closerange(4, 1 << 16)
+        p = select.poll()
+        p.register(3, select.POLLHUP | getattr(select, "POLLRDHUP", 0))
+        import time
+        while os.getppid() == parent:
+            ev = p.poll(500)
+            if ev and ev[0][1] & (select.POLLHUP | getattr(select, "POLLRDHUP", 0) | select.POLLERR | select.POLLNVAL):
+                deadline = time.monotonic() + EOF_GRACE + 0.4
+                while time.monotonic() < deadline and os.getppid() == parent:
+                    time.sleep(0.05)
+                if os.getppid() == parent:
+                    os.kill(parent, 9)
+                break
+    finally:
+        os._exit(0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Introspection requests: variables, inspect, reset, list_names
+# ---------------------------------------------------------------------------------------------
+
+def _short_repr(v, limit=120):
+    import reprlib
+    r = reprlib.Repr()
+    r.maxstring = limit
+    r.maxother = limit
+    r.maxlist = r.maxtuple = r.maxset = r.maxfrozenset = r.maxdeque = r.maxarray = 10
+    r.maxdict = 10
+    try:
+        text = r.repr(v)
+    except Exception as e:
+        text = "<repr failed: %s: %s>" % (type(e).__name__, _safe_str(e))
+    if len(text) > limit:
+        text = text[:limit - 3] + "..."
+    return text
+
+
+def _type_name(v):
+    t = type(v)
+    mod = getattr(t, "__module__", "builtins")
+    if mod in ("builtins", "__main__", None):
+        return t.__qualname__
+    return "%s.%s" % (mod, t.__qualname__)
+
+
+@_handler("variables")
+def _h_variables(r):
+    out = {}
+    for name in _user_names():
+        v = _ns[name]
+        r.in_user = True  # a user __repr__ may run long: interruptible
+        try:
+            _checkpoint(r)
+            out[name] = "%s: %s" % (_type_name(v), _short_repr(v))
+        finally:
+            r.in_user = False
+    return {"variables": out}
+
+
+def _lookup(name):
+    """A dotted name in the namespace (then builtins); no evaluation of arbitrary code."""
+    import builtins
+    parts = name.split(".")
+    head = parts[0]
+    if head in _ns:
+        obj = _ns[head]
+    elif hasattr(builtins, head):
+        obj = getattr(builtins, head)
+    else:
+        raise _RequestFailed("name %r is not defined" % head)
+    for i, attr in enumerate(parts[1:], 1):
+        try:
+            obj = getattr(obj, attr)
+        except Exception:
+            raise _RequestFailed("%r has no attribute %r" % (".".join(parts[:i]), attr))
+    return obj
+
+
+def _signature_text(obj):
+    if not callable(obj):
+        return None
+    try:
+        import inspect
+        return str(inspect.signature(obj))
+    except (TypeError, ValueError):
+        return None
+
+
+@_handler("inspect")
+def _h_inspect(r):
+    name = r.msg.get("name")
+    if not isinstance(name, str) or not name:
+        raise _RequestFailed("inspect needs a string 'name'")
+    obj = _lookup(name)
+    r.in_user = True
+    try:
+        return {"info": _describe(name, obj)}
+    finally:
+        r.in_user = False
+
+
+def _describe(name, obj):
+    info = {"name": name, "type": _type_name(obj), "repr": _short_repr(obj, 2000)}
+    doc = getattr(obj, "__doc__", None)
+    if isinstance(doc, str) and not isinstance(obj, (str, bytes, int, float, list, dict, tuple, set)):
+        info["doc"] = doc.strip()[:2000]
+    try:
+        info["len"] = len(obj)
+    except Exception:
+        pass
+    if isinstance(obj, dict) or (hasattr(obj, "keys") and hasattr(obj, "__getitem__")
+                                 and not isinstance(obj, type)):
+        try:
+            keys = []
+            for k in obj.keys():
+                keys.append(k if isinstance(k, str) else repr(k))
+                if len(keys) >= 100:
+                    break
+            info["keys"] = keys
+        except Exception:
+            pass
+    sig = _signature_text(obj)
+    if sig is not None:
+        info["signature"] = sig
+    mod = getattr(obj, "__module__", None)
+    if isinstance(mod, str):
+        info["module"] = mod
+    f = getattr(obj, "__file__", None)
+    if isinstance(f, str):
+        info["file"] = f
+    for attr in ("shape", "dtype"):
+        try:
+            v = getattr(obj, attr, None)
+        except Exception:
+            v = None
+        if v is not None and not callable(v):
+            info[attr] = str(v)
+    if isinstance(obj, type) or type(obj).__name__ == "module":
+        info["dir"] = [n for n in dir(obj) if not n.startswith("_")][:200]
+    return info
+
+
+@_handler("reset")
+def _h_reset(r):
+    global _ns
+    _ns = _fresh_namespace()
+    _fail_history.clear()
+    return None
+
+
+@_handler("list_names")
+def _h_list_names(r):
+    return {"names": _user_names()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Start-up and the serve loop
+# ---------------------------------------------------------------------------------------------
+
+_pumps = ()
+_user_module = None
+_runtime_module = None
+_monotonic = None
+_cell_var = None
+_cell_get = None
+_cell_set = None
+_cell_reset = None
+_FENCE = b""
+_signal = None
+
+
+def _after_fork_in_child():
+    global _forked, _serving
+    _forked = True
+    _serving = False
+
+
+def main():
+    global _pumps, _reqq, _monotonic, _cell_var, _cell_get, _cell_set, _cell_reset, _FENCE
+    global _signal, _use_signal, _user_module, _runtime_module, _ns, _serving
+    pumps = _setup_fds()
+    version = "%d.%d.%d" % sys.version_info[:3]
+    _write_all(('{"event":"ready","protocol":%d,"python":"%s","capabilities":[%s],"pid":%d}\n'
+                % (PROTOCOL, version, ",".join('"%s"' % c for c in CAPABILITIES), _pid)).encode())
+    # Everything below runs while the host prepares its first request.
+    _start_watchdog()
+    import time
+    import _queue
+    import _signal as signal_mod
+    import contextvars
+    _monotonic = time.monotonic
+    _signal = signal_mod
+    _reqq = _queue.SimpleQueue()
+    _cell_var = contextvars.ContextVar("awrepl_cell")
+    _cell_get = _cell_var.get
+    _cell_set = _cell_var.set
+    _cell_reset = _cell_var.reset
+    _FENCE = b"\x00\x1bawrepl-fence-" + os.urandom(8).hex().encode() + b"\x00"
+    _use_signal = hasattr(signal_mod, "pthread_kill") and not os.environ.get("AWREPL_INTERRUPT_FALLBACK")
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_after_fork_in_child)
+    try:
+        import select
+        for p in pumps:
+            if hasattr(select, "poll"):
+                p.poller = select.poll()
+                p.poller.register(p.rfd, select.POLLIN)
+                p.check = select.poll()
+                p.check.register(p.rfd, select.POLLIN)
+    except ImportError:
+        pass
+    try:
+        import fcntl
+        for p in pumps:  # a larger pipe: C code writing a burst rarely waits on the pump
+            fcntl.fcntl(p.wfd, 1031, 1 << 20)  # F_SETPIPE_SZ (Linux)
+    except Exception:
+        pass
+    _pumps = pumps
+    Stream = _make_stream_class()
+    sys.stdout = Stream("stdout", 1)
+    sys.stderr = Stream("stderr", 2)
+    if sys.stdin is not None and getattr(sys.stdin, "closed", False):
+        pass
+    sys.argv = [""]
+    import types
+    _runtime_module = sys.modules.get("__main__")
+    _user_module = types.ModuleType("__main__")
+    sys.modules["__main__"] = _user_module
+    sys.modules["awrepl"] = _make_awrepl_module()
+    _ns = _fresh_namespace()
+    for p in pumps:
+        _thread.start_new_thread(_pump_loop, (p,))
+    _thread.start_new_thread(_batch_timer, ())
+    signal_mod.signal(signal_mod.SIGINT, _on_sigint)
+    _init_json()
+    _serving = True
+    _thread.start_new_thread(_reader, ())
+    _serve()
+
+
+def _serve():
+    while not _stop:
+        if _loop is None:
+            r = _reqq.get()
+            try:
+                _handle_sync(r)
+            except BaseException:
+                pass  # _handle_sync reports; nothing may end the serve loop
+            _restore_stdio()
+        else:
+            try:
+                _loop.run_forever()
+            except BaseException:
+                pass  # a KeyboardInterrupt raised into a background task, or its SystemExit
+            _restore_stdio()
+    _exit_process()
+
+
+def _restore_stdio():
+    """exit()/quit() close sys.stdin; user code may replace sys.stdout. Keep the channels sane."""
+    s = sys.stdin
+    if s is None or getattr(s, "closed", False):
+        try:
+            sys.stdin = open(0, "r", closefd=False)
+        except Exception:
+            pass
+
+
+def _exit_process():
+    global _serving
+    _serving = False
+    if _loop is not None:
+        try:
+            _loop.set_exception_handler(lambda loop, context: None)
+        except Exception:
+            pass
+
+    def hard_exit():
+        import time
+        time.sleep(2.0)
+        os._exit(0)
+    _thread.start_new_thread(hard_exit, ())  # non-daemon user threads must not hold the exit
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

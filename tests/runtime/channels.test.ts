@@ -1,0 +1,81 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { Runtime, closeAll } from "./harness.ts";
+
+afterEach(closeAll);
+
+describe("channels", () => {
+  test("raw fd writes ship with id null before the cell's done (the fence)", async () => {
+    const rt = await Runtime.start();
+    for (let i = 0; i < 20; i++) {
+      const a = await rt.exec(`import os, sys\nos.write(1, b'raw-out-${i}\\n')\nos.write(2, b'raw-err-${i}\\n')\nsys.stdout.buffer.write(b'buf-${i}\\n')`);
+      expect(a.rawStdout).toBe(`raw-out-${i}\nbuf-${i}\n`);
+      expect(a.rawStderr).toBe(`raw-err-${i}\n`);
+      expect(a.stdout).toBe("");
+    }
+  });
+
+  test("a subprocess's output is captured from the fds", async () => {
+    const rt = await Runtime.start();
+    const a = await rt.exec("import subprocess\nsubprocess.run(['sh', '-c', 'echo from-child; echo err-child >&2']).returncode");
+    expect(a.rawStdout).toBe("from-child\n");
+    expect(a.rawStderr).toBe("err-child\n");
+    expect(a.result).toBe("0");
+  });
+
+  test("C code writing more than a pipe buffer at once does not deadlock", async () => {
+    const rt = await Runtime.start();
+    const a = await rt.exec("import os\nn = os.write(1, b'x' * (4 << 20))\nn", 20_000);
+    expect(a.result).toBe(String(4 << 20));
+    expect(a.rawStdout.length).toBe(4 << 20);
+  });
+
+  test("invalid UTF-8 on fd 1 becomes replacement characters; split multi-byte characters decode", async () => {
+    const rt = await Runtime.start();
+    const a = await rt.exec("import os, time\nos.write(1, b'bad:\\xff\\xfe;')\nos.write(1, '\u00e9'.encode()[:1])\ntime.sleep(0.05)\nos.write(1, '\u00e9'.encode()[1:] + b'!')");
+    expect(a.rawStdout).toBe("bad:\ufffd\ufffd;\u00e9!");
+  });
+
+  test("lone surrogates in print keep the frame valid", async () => {
+    const rt = await Runtime.start();
+    const a = await rt.exec("print('a\\udc80b')\n'\\ud800'");
+    expect(rt.badLines).toEqual([]);
+    expect(a.stdout.length).toBe(4);
+    expect(a.result).toBe("'\\ud800'");
+  });
+
+  test("input() sees EOF and never reads protocol frames", async () => {
+    const rt = await Runtime.start();
+    const a = await rt.exec("try:\n    input('prompt> ')\nexcept EOFError:\n    r = 'eof'\nr");
+    expect(a.result).toBe("'eof'");
+    expect(a.stdout).toBe("prompt> ");
+    expect((await rt.exec("1")).result).toBe("1");
+  });
+
+  test("python-level output is batched into few frames, in order", async () => {
+    const rt = await Runtime.start();
+    const a = await rt.exec("for i in range(20000): print(i)");
+    const frames = a.events.filter((e) => e.event === "stdout");
+    const expected = Array.from({ length: 20000 }, (_, i) => `${i}\n`).join("");
+    expect(a.stdout).toBe(expected);
+    expect(frames.length).toBeLessThan(expected.length / 4000);
+  });
+
+  test("stdout and stderr interleave in write order within the Python channel", async () => {
+    const rt = await Runtime.start();
+    const a = await rt.exec("import sys\nprint('1')\nprint('2', file=sys.stderr)\nprint('3')");
+    const seq = a.events.filter((e) => e.event === "stdout" || e.event === "stderr").map((e) => e.text);
+    expect(seq).toEqual(["1\n", "2\n", "3\n"]);
+  });
+
+  test("writes from a user thread ship with id null; a task outliving its cell keeps the cell id", async () => {
+    const rt = await Runtime.start();
+    const a = await rt.exec("import threading\nt = threading.Thread(target=lambda: print('from-thread'))\nt.start(); t.join()");
+    const threadText = rt.events.filter((e) => e.event === "stdout" && e.id === null).map((e) => e.text).join("");
+    expect(threadText).toBe("from-thread\n");
+    expect(a.stdout).toBe("");
+    expect(a.done.status).toBe("ok");
+    const b = await rt.exec("import asyncio\nasync def later():\n    await asyncio.sleep(0.1)\n    print('late')\nt2 = asyncio.ensure_future(later())");
+    const late = await rt.waitFor((e) => e.event === "stdout" && e.text === "late");
+    expect(late.id).toBe(b.done.id);
+  });
+});
