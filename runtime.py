@@ -1415,6 +1415,178 @@ def _h_list_names(r):
 
 
 # ---------------------------------------------------------------------------------------------
+# Snapshot / restore: dill when importable, else pickle (names it cannot save are skipped)
+# ---------------------------------------------------------------------------------------------
+
+SNAPSHOT_FORMAT = 1
+_NEVER_RESTORE = frozenset(["In", "Out", "get_ipython"])
+
+
+def _serializer():
+    """(name, dumps, loads): dill in recurse mode when importable, else stdlib pickle."""
+    try:
+        import dill
+    except Exception:
+        dill = None
+    if dill is not None:
+        return "dill", lambda v: dill.dumps(v, recurse=True), dill.loads
+    import importlib
+    import io
+    import pickle
+
+    class Pickler(pickle.Pickler):
+        def reducer_override(self, obj):
+            # Modules travel by name: `import json` survives a snapshot without dill.
+            if type(obj) is type(sys):
+                name = getattr(obj, "__name__", None)
+                if name and sys.modules.get(name) is obj and name not in ("__main__", "awrepl"):
+                    return importlib.import_module, (name,)
+            return NotImplemented
+
+    def dumps(v):
+        buf = io.BytesIO()
+        Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(v)
+        blob = buf.getvalue()
+        if b"\x8c\x08__main__" in blob:
+            # pickle saves functions and classes by name only; a new worker would not find them.
+            raise TypeError("pickle cannot save functions or classes defined in cells (dill can)")
+        return blob
+    return "pickle", dumps, pickle.loads
+
+
+def _atomic_write(path, data):
+    d = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(d, ".%s.%d.tmp" % (os.path.basename(path), os.getpid()))
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _int_field(r, key):
+    v = r.msg.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise _RequestFailed("%s must be a non-negative integer, got %r" % (key, v))
+    return v
+
+
+@_handler("snapshot")
+def _h_snapshot(r):
+    import json
+    import pickle
+    import time
+    path = r.msg.get("path")
+    manifest_path = r.msg.get("manifest_path")
+    if not isinstance(path, str) or not path or not isinstance(manifest_path, str) or not manifest_path:
+        raise _RequestFailed("snapshot needs string 'path' and 'manifest_path'")
+    max_bytes = _int_field(r, "max_bytes")
+    max_var = _int_field(r, "max_variable_bytes")
+    prune = bool(r.msg.get("prune_oversized"))
+    kind, dumps, _ = _serializer()
+    saved, skipped, pruned, blobs = [], [], [], {}
+    total = 0
+    for name in _user_names():
+        r.in_user = True  # user __reduce__ / __getstate__ run here: interruptible
+        try:
+            _checkpoint(r)
+            blob = dumps(_ns[name])
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:
+            skipped.append({"name": name, "reason": "%s: %s" % (type(e).__name__, _safe_str(e))[:500]})
+            continue
+        finally:
+            r.in_user = False
+        size = len(blob)
+        if max_var is not None and size > max_var:
+            skipped.append({"name": name, "reason": "%d bytes exceeds max_variable_bytes %d" % (size, max_var)})
+            if prune:
+                pruned.append(name)
+            continue
+        if max_bytes is not None and total + size > max_bytes:
+            skipped.append({"name": name, "reason": "%d bytes would exceed max_bytes %d" % (size, max_bytes)})
+            continue
+        blobs[name] = blob
+        saved.append(name)
+        total += size
+    payload = pickle.dumps({"format": SNAPSHOT_FORMAT, "serializer": kind, "names": blobs},
+                           protocol=pickle.HIGHEST_PROTOCOL)
+    manifest = {"version": SNAPSHOT_FORMAT, "savedNames": saved, "skipped": skipped, "pruned": pruned,
+                "bytes": len(payload), "pythonVersion": "%d.%d.%d" % sys.version_info[:3],
+                "timestamp": time.time(), "serializer": kind}
+    try:
+        _atomic_write(path, payload)
+    except OSError as e:
+        raise _RequestFailed("cannot write snapshot %s: %s" % (path, e.strerror or e))
+    try:
+        _atomic_write(manifest_path, (json.dumps(manifest, indent=2) + "\n").encode())
+    except OSError as e:
+        raise _RequestFailed("cannot write manifest %s: %s" % (manifest_path, e.strerror or e))
+    for name in pruned:  # only once everything is on disk
+        _ns.pop(name, None)
+    return {"saved": saved, "skipped": skipped, "pruned": pruned, "bytes": len(payload)}
+
+
+@_handler("restore")
+def _h_restore(r):
+    import pickle
+    path = r.msg.get("path")
+    if not isinstance(path, str) or not path:
+        raise _RequestFailed("restore needs a string 'path'")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return {"restored": [], "failed": [], "reason": "snapshot not found"}
+    except OSError as e:
+        raise _RequestFailed("cannot read snapshot %s: %s" % (path, e.strerror or e), restored=[], failed=[])
+    try:
+        payload = pickle.loads(raw)
+        kind = payload["serializer"]
+        blobs = payload["names"]
+        if not isinstance(blobs, dict):
+            raise ValueError("names is not a mapping")
+    except Exception as e:
+        raise _RequestFailed("corrupt snapshot %s: %s: %s" % (path, type(e).__name__, _safe_str(e)),
+                             restored=[], failed=[])
+    if kind == "dill":
+        try:
+            import dill
+            loads = dill.loads
+        except Exception:
+            loads = None
+    else:
+        loads = pickle.loads
+    restored, failed = [], []
+    for name in sorted(blobs):
+        if name in _NEVER_RESTORE:
+            continue
+        if loads is None:
+            failed.append({"name": name, "reason": "the snapshot was made with dill, which is not importable"})
+            continue
+        r.in_user = True
+        try:
+            _checkpoint(r)
+            _ns[name] = loads(blobs[name])
+            restored.append(name)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:
+            failed.append({"name": name, "reason": "%s: %s" % (type(e).__name__, _safe_str(e))[:500]})
+        finally:
+            r.in_user = False
+    return {"restored": restored, "failed": failed}
+
+
+# ---------------------------------------------------------------------------------------------
 # Start-up and the serve loop
 # ---------------------------------------------------------------------------------------------
 

@@ -1,0 +1,132 @@
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Runtime, closeAll } from "./harness.ts";
+
+let dir = "";
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "awrepl-snap-"));
+});
+afterEach(() => {
+  closeAll();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function snapshot(rt: Runtime, extra: Record<string, unknown> = {}) {
+  const path = join(dir, "state.pkl");
+  const manifest_path = join(dir, "state.json");
+  const { done } = await rt.request({ type: "snapshot", path, manifest_path, ...extra });
+  return { done, path, manifest_path };
+}
+
+describe("snapshot, restore, list_names", () => {
+  test("list_names: sorted user names, without _-prefixed and reserved names", async () => {
+    const rt = await Runtime.start();
+    await rt.exec("import asyncio, json\nzeta = 1\nalpha = 2\n_hidden = 3\nopen = open\nexit = 4");
+    const { done } = await rt.request({ type: "list_names" });
+    expect(done.names).toEqual(["alpha", "json", "zeta"]);
+  });
+
+  test("a snapshot restores into a fresh runtime; the manifest describes it", async () => {
+    const rt = await Runtime.start();
+    await rt.exec("import json\ndata = {'k': [1, 2.5, None]}\ntext = 'héllo'\nnan = float('nan')");
+    const { done, path, manifest_path } = await snapshot(rt);
+    expect(done.status).toBe("ok");
+    expect(done.saved).toEqual(["data", "json", "nan", "text"]);
+    expect(done.skipped).toEqual([]);
+    expect(done.bytes as number).toBeGreaterThan(0);
+    const manifest = JSON.parse(readFileSync(manifest_path, "utf8"));
+    expect(manifest.savedNames).toEqual(["data", "json", "nan", "text"]);
+    expect(manifest.bytes).toBe(done.bytes);
+    expect(manifest.pythonVersion).toMatch(/^3\./);
+    expect(typeof manifest.timestamp).toBe("number");
+    expect(manifest.version).toBe(1);
+
+    const fresh = await Runtime.start();
+    const r = await fresh.request({ type: "restore", path });
+    expect(r.done.status).toBe("ok");
+    expect(r.done.restored).toEqual(["data", "json", "nan", "text"]);
+    expect(r.done.failed).toEqual([]);
+    expect((await fresh.exec("json.dumps(data), text, nan != nan")).result).toBe(`('{"k": [1, 2.5, null]}', 'héllo', True)`);
+  });
+
+  test("one unsaveable name is skipped with a reason; the rest is saved", async () => {
+    const rt = await Runtime.start();
+    await rt.exec("import threading\nlock = threading.Lock()\ngen = (i for i in range(3))\nok = 5");
+    const { done } = await snapshot(rt);
+    expect(done.status).toBe("ok");
+    expect(done.saved).toContain("ok");
+    const skipped = done.skipped as Array<{ name: string; reason: string }>;
+    expect(skipped.map((s) => s.name)).toContain("gen");
+    for (const s of skipped) expect(s.reason.length).toBeGreaterThan(0);
+  });
+
+  test("cell-defined functions: saved by dill, or skipped with a reason under pickle", async () => {
+    const rt = await Runtime.start();
+    await rt.exec("def double(x):\n    return 2 * x\nclass P:\n    def __init__(self): self.v = 7\np = P()");
+    const { done, path, manifest_path } = await snapshot(rt);
+    const serializer = JSON.parse(readFileSync(manifest_path, "utf8")).serializer;
+    const fresh = await Runtime.start();
+    const r = await fresh.request({ type: "restore", path });
+    if (serializer === "dill") {
+      expect(done.saved).toEqual(["P", "double", "p"]);
+      expect(r.done.restored).toEqual(["P", "double", "p"]);
+      expect((await fresh.exec("double(p.v)")).result).toBe("14");
+    } else {
+      expect(serializer).toBe("pickle");
+      const names = (done.skipped as Array<{ name: string; reason: string }>).map((s) => s.name);
+      expect(names).toEqual(["P", "double", "p"]);
+      expect((done.skipped as Array<{ reason: string }>)[0]!.reason).toContain("dill");
+    }
+  });
+
+  test("max_variable_bytes with prune_oversized deletes only per-variable offenders; max_bytes skips but keeps", async () => {
+    const rt = await Runtime.start();
+    await rt.exec("big = 'x' * 100000\na = 'y' * 600\nb = 'z' * 600\nsmall = 1");
+    const { done } = await snapshot(rt, { max_variable_bytes: 50000, max_bytes: 1000, prune_oversized: true });
+    expect(done.status).toBe("ok");
+    expect(done.pruned).toEqual(["big"]);
+    const skipped = (done.skipped as Array<{ name: string }>).map((s) => s.name);
+    expect(skipped).toContain("big");
+    expect(skipped).toContain("b");
+    expect(done.saved).toEqual(["a", "small"]);
+    const names = (await rt.request({ type: "list_names" })).done.names;
+    expect(names).toEqual(["a", "b", "small"]);
+  });
+
+  test("a manifest write failure fails the snapshot and prunes nothing", async () => {
+    const rt = await Runtime.start();
+    await rt.exec("big = 'x' * 100000");
+    const path = join(dir, "s.pkl");
+    mkdirSync(join(dir, "manifest-is-a-dir"));
+    const { done } = await rt.request({
+      type: "snapshot", path, manifest_path: join(dir, "manifest-is-a-dir"), max_variable_bytes: 10, prune_oversized: true,
+    });
+    expect(done.status).toBe("error");
+    expect(String(done.reason)).toContain("manifest");
+    expect((await rt.exec("len(big)")).result).toBe("100000");
+  });
+
+  test("restoring a missing file is an ok empty restore; a corrupt one fails with a reason", async () => {
+    const rt = await Runtime.start();
+    const missing = await rt.request({ type: "restore", path: join(dir, "nope.pkl") });
+    expect(missing.done.status).toBe("ok");
+    expect(missing.done.restored).toEqual([]);
+    expect(missing.done.failed).toEqual([]);
+    expect(missing.done.reason).toBe("snapshot not found");
+    const bad = join(dir, "bad.pkl");
+    writeFileSync(bad, "this is not a pickle");
+    const corrupt = await rt.request({ type: "restore", path: bad });
+    expect(corrupt.done.status).toBe("error");
+    expect(String(corrupt.done.reason)).toContain("corrupt");
+    expect((await rt.exec("1")).result).toBe("1");
+  });
+
+  test("snapshot without a path is a clear failure", async () => {
+    const rt = await Runtime.start();
+    const { done } = await rt.request({ type: "snapshot" });
+    expect(done.status).toBe("error");
+    expect(String(done.reason)).toContain("path");
+  });
+});
