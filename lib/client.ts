@@ -5,11 +5,11 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { SupervisorConnection } from "./client_connection.ts";
-import { connectSupervisor, processAlive, stopAndWait } from "./client_start.ts";
+import { connectFast, connectSupervisor, processAlive, stopAndWait } from "./client_start.ts";
 import { AwreplError } from "./errors.ts";
 import { SESSION_NAME } from "./paths.ts";
-import type { DaemonStatus, ExecResult, InspectInfo, RestoreReport, SessionInfo, SessionSpec } from "./protocol.ts";
-import { type ClientOptions, resolveHome, supervisorPaths } from "./supervisor_paths.ts";
+import type { DaemonStatus, ExecResult, InspectInfo, RestoreReport, SessionInfo, SessionSpec, StreamReply } from "./protocol.ts";
+import { type ClientOptions, resolveHome, type SupervisorPaths, supervisorPaths } from "./supervisor_paths.ts";
 import type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, SnapshotReport } from "./types.ts";
 
 export type { ClientOptions } from "./supervisor_paths.ts";
@@ -25,15 +25,9 @@ export async function attach(name: string, options: AttachOptions = {}): Promise
   checkName(name);
   const env = options.clientEnv ?? process.env;
   const paths = supervisorPaths(resolveHome({ env, home: options.home }));
-  const spec = sessionSpec(options, env);
-  const conn = (await connectSupervisor(paths, { autostart: true, env })) as SupervisorConnection;
-  try {
-    await conn.call({ op: "open", session: name, spec });
-  } catch (err) {
-    conn.close();
-    throw err;
-  }
-  return new RemoteSession(name, conn, spec);
+  // No round trip here: the first call carries the session's spec and creates it if needed.
+  const conn = await connectFast(paths, env);
+  return new RemoteSession(name, conn, sessionSpec(options, env), paths, env);
 }
 
 /**
@@ -43,68 +37,91 @@ export async function attach(name: string, options: AttachOptions = {}): Promise
 export class RemoteSession implements Session {
   constructor(
     readonly id: string,
-    private readonly conn: SupervisorConnection,
+    private conn: SupervisorConnection,
     private readonly spec: SessionSpec,
+    private readonly paths: SupervisorPaths,
+    private readonly env: NodeJS.ProcessEnv,
   ) {}
+
+  /**
+   * Sends a request; if the supervisor turned out to be another version (or went away before it
+   * answered hello), nothing ran: replace it and send again, once.
+   */
+  private async send<T>(request: (conn: SupervisorConnection) => Promise<T>): Promise<T> {
+    const conn = this.conn;
+    try {
+      return await request(conn);
+    } catch (err) {
+      const code = (err as AwreplError).code;
+      const retry = code === "version_mismatch" || (code === "supervisor_unreachable" && !conn.helloReceived);
+      if (!retry) throw err;
+      conn.close();
+      this.conn = (await connectSupervisor(this.paths, { autostart: true, env: this.env })) as SupervisorConnection;
+      return request(this.conn);
+    }
+  }
 
   async execute(code: string, options: ExecuteOptions = {}): Promise<ExecResult> {
     const { onOutput, onDisplay, signal } = options;
     signal?.throwIfAborted?.();
-    const call = this.conn.execute(
-      {
-        op: "execute",
-        session: this.id,
-        code,
-        timeoutMs: options.timeoutMs,
-        maxOutputBytes: options.maxOutputBytes,
-        stream: Boolean(onOutput || onDisplay),
-        spec: this.spec,
-      },
-      (reply) => {
-        if (reply.type === "display") onDisplay?.(reply.item);
-        else onOutput?.(reply.type, reply.text);
-      },
-    );
-    if (!signal) return call;
-    const onAbort = () => this.conn.notify({ op: "cancel", target: call.id });
-    signal.addEventListener("abort", onAbort, { once: true });
-    try {
-      return await call;
-    } finally {
-      signal.removeEventListener("abort", onAbort);
-    }
+    const onStream = (reply: StreamReply) => {
+      if (reply.type === "display") onDisplay?.(reply.item);
+      else onOutput?.(reply.type, reply.text);
+    };
+    return this.send(async (conn) => {
+      const call = conn.execute(
+        {
+          op: "execute",
+          session: this.id,
+          code,
+          timeoutMs: options.timeoutMs,
+          maxOutputBytes: options.maxOutputBytes,
+          stream: Boolean(onOutput || onDisplay),
+          spec: this.spec,
+        },
+        onStream,
+      );
+      if (!signal) return call;
+      const onAbort = () => conn.notify({ op: "cancel", target: call.id });
+      signal.addEventListener("abort", onAbort, { once: true });
+      try {
+        return await call;
+      } finally {
+        signal.removeEventListener("abort", onAbort);
+      }
+    });
   }
 
   variables(): Promise<Record<string, string>> {
-    return this.conn.call({ op: "variables", session: this.id, spec: this.spec });
+    return this.send((c) => c.call({ op: "variables", session: this.id, spec: this.spec }));
   }
 
   inspect(name: string): Promise<InspectInfo> {
-    return this.conn.call({ op: "inspect", session: this.id, name, spec: this.spec });
+    return this.send((c) => c.call({ op: "inspect", session: this.id, name, spec: this.spec }));
   }
 
   async reset(): Promise<void> {
-    await this.conn.call({ op: "reset", session: this.id, spec: this.spec });
+    await this.send((c) => c.call({ op: "reset", session: this.id, spec: this.spec }));
   }
 
   async interrupt(): Promise<void> {
-    await this.conn.call({ op: "interrupt", session: this.id });
+    await this.send((c) => c.call({ op: "interrupt", session: this.id }));
   }
 
   complete(code: string, cursor?: number): Promise<string[]> {
-    return this.conn.call({ op: "complete", session: this.id, code, cursor, spec: this.spec });
+    return this.send((c) => c.call({ op: "complete", session: this.id, code, cursor, spec: this.spec }));
   }
 
   isComplete(code: string): Promise<{ status: CompletenessStatus; indent: string }> {
-    return this.conn.call({ op: "is_complete", session: this.id, code, spec: this.spec });
+    return this.send((c) => c.call({ op: "is_complete", session: this.id, code, spec: this.spec }));
   }
 
   snapshot(path?: string): Promise<SnapshotReport> {
-    return this.conn.call({ op: "snapshot", session: this.id, path, spec: this.spec });
+    return this.send((c) => c.call({ op: "snapshot", session: this.id, path, spec: this.spec }));
   }
 
   restore(path?: string): Promise<RestoreReport> {
-    return this.conn.call({ op: "restore", session: this.id, path, spec: this.spec });
+    return this.send((c) => c.call({ op: "restore", session: this.id, path, spec: this.spec }));
   }
 
   /** Detaches: the session stays in the supervisor. */

@@ -28,6 +28,8 @@ export class SupervisorConnection {
   private line: LineConnection | null = null;
   private closedError: Error | null = null;
   private helloWaiter: { resolve(h: HelloReply): void; reject(e: Error): void } | null = null;
+  /** True once the supervisor answered hello (before that, a closed connection ran nothing). */
+  helloReceived = false;
   /** The supervisor's hello; rejects if the connection closes first. */
   readonly hello: Promise<HelloReply>;
 
@@ -101,6 +103,7 @@ export class SupervisorConnection {
       return;
     }
     if (reply.type === "hello") {
+      this.helloReceived = true;
       this.helloWaiter?.resolve(reply);
       this.helloWaiter = null;
       return;

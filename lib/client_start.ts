@@ -1,10 +1,8 @@
 // Finding the supervisor, and starting it when nobody answers: the same executable re-executed
 // detached with the hidden `__supervisor` subcommand. Many clients may start it at once; the
 // supervisor's start-up lock lets exactly one survive, and every client polls until the socket answers.
-import { spawn } from "node:child_process";
 import { closeSync, existsSync, openSync, renameSync, statSync } from "node:fs";
 import { basename } from "node:path";
-import { fileURLToPath } from "node:url";
 import { SupervisorConnection } from "./client_connection.ts";
 import { AwreplError } from "./errors.ts";
 import { ensurePrivateDir } from "./paths.ts";
@@ -27,6 +25,16 @@ export type ConnectOptions = {
  * A connection whose hello said the versions match. A supervisor of another version is asked to
  * stop first and, with `autostart`, replaced by one of ours.
  */
+/**
+ * The hot path: a connection with hello written but not yet answered, so the caller's first request
+ * goes out in the same breath. The caller must be ready for that request to fail with
+ * version_mismatch, or with the connection closing before hello was answered (a supervisor that was
+ * exiting); neither ran anything, so it can retry through connectSupervisor().
+ */
+export async function connectFast(paths: SupervisorPaths, env: NodeJS.ProcessEnv): Promise<SupervisorConnection> {
+  return (await SupervisorConnection.connect(paths)) ?? (await connectSupervisor(paths, { autostart: true, env }) as SupervisorConnection);
+}
+
 export async function connectSupervisor(paths: SupervisorPaths, options: ConnectOptions): Promise<SupervisorConnection | null> {
   let lastError: Error | null = null;
   for (let attempt = 0; attempt < 4; attempt++) {
@@ -68,7 +76,7 @@ async function startAndConnect(paths: SupervisorPaths, env: NodeJS.ProcessEnv): 
   ensurePrivateDir(paths.home);
   let exited: number | null = null;
   if (!startInProgress(paths)) {
-    const child = spawnSupervisor(paths, env);
+    const child = await spawnSupervisor(paths, env);
     child.once("exit", (code) => {
       exited = code ?? 1;
     });
@@ -98,9 +106,11 @@ function startInProgress(paths: SupervisorPaths): boolean {
   return lockHolder(paths.lock) !== null;
 }
 
-function spawnSupervisor(paths: SupervisorPaths, env: NodeJS.ProcessEnv) {
+/** Starts the supervisor; node:child_process and node:url load only here, off the warm path. */
+async function spawnSupervisor(paths: SupervisorPaths, env: NodeJS.ProcessEnv) {
+  const [{ spawn }, { fileURLToPath }] = await Promise.all([import("node:child_process"), import("node:url")]);
   rotateLog(paths.log);
-  const [cmd, ...args] = supervisorCommand(env);
+  const [cmd, ...args] = supervisorCommand(env, fileURLToPath);
   const log = openSync(paths.log, "a", 0o600);
   try {
     const child = spawn(cmd as string, args, {
@@ -131,7 +141,7 @@ function rotateLog(log: string): void {
  * from source `bun main.ts`, or under Node the built binary next to the sources. AWREPL_BIN
  * overrides it (a library user under Node pointing at an installed awrepl).
  */
-export function supervisorCommand(env: NodeJS.ProcessEnv = process.env): string[] {
+export function supervisorCommand(env: NodeJS.ProcessEnv, fileURLToPath: (url: URL) => string): string[] {
   if (env.AWREPL_BIN) return [env.AWREPL_BIN, SUPERVISOR_SUBCOMMAND];
   const here = import.meta.url;
   const compiled = here.includes("$bunfs") || here.includes("~BUN") || !/^(bun|node)(\.exe)?$/i.test(basename(process.execPath));

@@ -7,12 +7,20 @@ import { linkSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync
 /** A start-up lock older than this belongs to a starter that died. */
 export const STALE_LOCK_MS = 10_000;
 
+/** True while `pid` runs. A zombie (exited, not yet reaped: a detached supervisor's parent is init,
+ * which may reap slowly) counts as gone. */
 export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+  if (process.platform !== "linux") return true;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    return stat.charAt(stat.lastIndexOf(")") + 2) !== "Z";
+  } catch {
+    return false;
   }
 }
 
