@@ -89,9 +89,12 @@ export function procStatusMiB(pid: number, field: "VmRSS" | "VmHWM" = "VmRSS"): 
 
 export type ProcInfo = { pid: number; ppid: number; exe: string; cmdline: string[] };
 
-/** Processes whose environment holds AWREPL_HOME=home: the supervisor and workers a bench started. */
-export function processesWithHome(home: string): ProcInfo[] {
-  const needle = `AWREPL_HOME=${home}\0`;
+/**
+ * Processes whose environment holds AWREPL_HOME=home: the supervisor and workers a bench started.
+ * With `under`, any AWREPL_HOME inside that directory (the smoke test's TMPDIR) matches.
+ */
+export function processesWithHome(home: string, options: { under?: boolean } = {}): ProcInfo[] {
+  const needle = options.under ? `AWREPL_HOME=${home.replace(/\/$/, "")}/` : `AWREPL_HOME=${home}\0`;
   const found: ProcInfo[] = [];
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;

@@ -14,6 +14,8 @@ export type Row = {
   jupyter?: string;
   /** Show value ÷ baseline (`python3 -c pass` median from the same run). */
   ratio?: boolean;
+  /** A baseline figure measured alongside this one (interleaved), preferred over the run's global one. */
+  baseline?: string;
   target: string;
   /** Whether the awrepl value meets the target; ratio is value ÷ baseline. */
   met?: (value: number, ratio: number) => boolean;
@@ -27,6 +29,7 @@ export const SUMMARY_ROWS: Row[] = [
     awrepl: ["warm_shell_call", "shell_call_warm", "shell_call"],
     jupyter: "shell_call",
     ratio: true,
+    baseline: "shell_baseline_python_c_pass",
     target: "≤ 0.5 × python3 -c pass",
     met: (_v, r) => r <= 0.5,
   },
@@ -107,8 +110,9 @@ function fmt(x: number): string {
   return x.toFixed(2);
 }
 
-function cell(samples: number[] | null, stat: Stat): { text: string; value: number } {
-  if (!samples || samples.length === 0) return { text: "–", value: Number.NaN };
+function cell(samples: number[] | null, stat: Stat, note?: string): { text: string; value: number } {
+  // A figure with no samples but a "no reply" note is an interrupt that never landed.
+  if (!samples || samples.length === 0) return { text: note?.includes("no reply") ? "never" : "–", value: Number.NaN };
   const s = summarize(samples);
   const value = s[stat];
   if (stat === "p99" || s.n === 1) return { text: fmt(value), value };
@@ -122,13 +126,16 @@ function markdown(header: string[], body: string[][]): string {
 }
 
 export function renderSummaryTable(rows: Row[], awrepl: Figures, jupyter: Figures): string {
-  const awreplBase = summarize(awrepl.baseline_python_c_pass?.samples ?? []).p50;
+  const globalBase = summarize(awrepl.baseline_python_c_pass?.samples ?? []).p50;
   const jupyterBase = summarize(jupyter.baseline_python_c_pass?.samples ?? []).p50;
   const body = rows.map((row) => {
     const key = row.awrepl.find((k) => awrepl[k]);
     const ours = cell(key ? inUnit(awrepl[key]!, row.unit) : null, row.stat);
-    const theirs = cell(row.jupyter && jupyter[row.jupyter] ? inUnit(jupyter[row.jupyter]!, row.unit) : null, row.stat);
-    const ratio = row.ratio ? ours.value / awreplBase : Number.NaN;
+    const theirFigure = row.jupyter ? jupyter[row.jupyter] : undefined;
+    const theirs = cell(theirFigure ? inUnit(theirFigure, row.unit) : null, row.stat, theirFigure?.note);
+    const local = row.baseline ? awrepl[row.baseline] : undefined;
+    const base = local && local.samples.length ? summarize(local.samples).p50 : globalBase;
+    const ratio = row.ratio ? ours.value / base : Number.NaN;
     const theirRatio = row.ratio ? theirs.value / jupyterBase : Number.NaN;
     const met = !row.met || Number.isNaN(ours.value) ? "" : row.met(ours.value, ratio) ? "yes" : "NO";
     return [
