@@ -1,7 +1,7 @@
 // The supervisor end to end, through the compiled binary: named sessions across processes, ordering,
 // start-up races, crashes, hostile input on the socket, permissions, and that nothing is left behind.
 import { afterEach, describe, expect, test } from "bun:test";
-import { readFileSync, statSync } from "node:fs";
+import { mkdirSync, readFileSync, statSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { AWREPL_VERSION, SUPERVISOR_PROTOCOL } from "../../lib/supervisor_paths.ts";
@@ -236,6 +236,7 @@ describe("the socket", () => {
 
   test("a state directory too long for a socket path falls back to a short one", async () => {
     const h = join(home(), "d".repeat(60), "e".repeat(60));
+    mkdirSync(h, { recursive: true }); // the commands run in it
     const r1 = await run(["-s", "a", "run", "y = 7"], { home: h });
     expect(r1.stderr).toBe("");
     expect((await run(["-s", "a", "run", "y"], { home: h })).stdout).toBe("7\n");
