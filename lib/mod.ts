@@ -1,5 +1,5 @@
 // The package entry: the library API of DESIGN.md.
-export { ReplSession, type SessionInfo } from "./session.ts";
+export { ReplSession, type ReplSessionInfo } from "./session.ts";
 export { SessionPool } from "./pool.ts";
 export { AwreplError, ExitCode, type ErrorCode } from "./errors.ts";
 export type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, SnapshotReport } from "./types.ts";

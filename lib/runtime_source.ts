@@ -124,9 +124,14 @@ export async function runtimeLaunch(home: string, interpreter: Interpreter, opti
   };
 }
 
-/** The one-line bootstrap runtime.py documents: read a length line, then that many bytes, exec them. */
+/**
+ * The one-line bootstrap runtime.py defines as `BOOTSTRAP = ("..." "...")`: it reads a length line,
+ * then that many bytes of source, and execs them. Read from the embedded source so the two never drift.
+ */
 export function bootstrapLine(source: string): string {
-  const m = /^BOOTSTRAP\s*=\s*(['"])(.*)\1\s*$/m.exec(source);
-  if (!m?.[2]) throw new AwreplError("internal", "runtime.py defines no BOOTSTRAP line; remote interpreters cannot be used");
-  return m[2].replace(/\\(["'\\])/g, "$1");
+  const m = /^BOOTSTRAP\s*=\s*\(?((?:\s*"(?:[^"\\\n]|\\.)*")+)/m.exec(source);
+  const literals = m?.[1] ? [...m[1].matchAll(/"((?:[^"\\\n]|\\.)*)"/g)].map((l) => (l[1] ?? "").replace(/\\(.)/g, "$1")) : [];
+  const line = literals.join("");
+  if (!line) throw new AwreplError("internal", "runtime.py defines no BOOTSTRAP line; remote interpreters cannot be used");
+  return line;
 }

@@ -188,7 +188,8 @@ describe("timeouts, deaths and interrupts", () => {
   test("os._exit(3) is status died with the code; the next call gets a fresh worker and is told", async () => {
     const s = await start();
     await s.execute("x = 1");
-    const r = await s.execute("import os; print('bye', flush=True); os._exit(3)");
+    // The sleep lets the runtime ship the printed line before the process ends.
+    const r = await s.execute("import os, time; print('bye', flush=True); time.sleep(0.3); os._exit(3)");
     expect(r.status).toBe("died");
     expect(r.exception).toContain("code 3");
     expect(r.stdout).toBe("bye\n");
@@ -267,10 +268,15 @@ describe("output", () => {
 
   test("onOutput sees live output before the result", async () => {
     const s = await start();
-    const seen: string[] = [];
-    const r = await s.execute("print('one')\nprint('two')", { onOutput: (stream, text) => seen.push(`${stream}:${text}`) });
-    expect(seen.join("")).toBe("stdout:one\nstdout:two\n");
-    expect(r.stdout).toBe("one\ntwo\n");
+    const seen = { stdout: "", stderr: "" };
+    const r = await s.execute("import sys\nprint('one')\nprint('two', file=sys.stderr)", {
+      onOutput: (stream, text) => {
+        seen[stream] += text;
+      },
+    });
+    expect(seen).toEqual({ stdout: "one\n", stderr: "two\n" });
+    expect(r.stdout).toBe("one\n");
+    expect(r.stderr).toBe("two\n");
   });
 
   test("multi-byte output survives intact", async () => {

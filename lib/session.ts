@@ -15,7 +15,7 @@ import { describeExit, Worker, type WorkerExit } from "./worker.ts";
 
 export const DEFAULTS = { timeoutMs: 30_000, maxOutputBytes: 65_536, graceMs: 2_000 } as const;
 
-export type SessionInfo = {
+export type ReplSessionInfo = {
   id: string;
   pid: number | null;
   python: string;
@@ -95,7 +95,7 @@ export class ReplSession implements Session {
     return this.running !== null || this.queued > 0;
   }
 
-  info(): SessionInfo {
+  info(): ReplSessionInfo {
     return {
       id: this.id,
       pid: this.pid,

@@ -271,7 +271,9 @@ export class Worker {
     switch (event.event) {
       case "stdout":
       case "stderr": {
-        const p = event.id === null ? this.active : this.pending.get(event.id);
+        // id null (fd-level output) and ids of finished cells (their background tasks) belong to
+        // whatever runs now.
+        const p = event.id === null ? this.active : (this.pending.get(event.id) ?? this.active);
         if (p?.handlers?.output) p.handlers.output(event.event, event.text);
         else this.options.onUnclaimedOutput?.(event.event, event.text);
         return;
@@ -280,7 +282,7 @@ export class Worker {
         this.pending.get(event.id)?.handlers?.result?.(event.text);
         return;
       case "display": {
-        const p = event.id === null ? this.active : this.pending.get(event.id);
+        const p = event.id === null ? this.active : (this.pending.get(event.id) ?? this.active);
         p?.handlers?.display?.(event.data);
         return;
       }

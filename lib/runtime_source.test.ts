@@ -1,0 +1,62 @@
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { resolveInterpreter } from "./python.ts";
+import { bootstrapLine, runtimeBytecode, runtimeFile, runtimeLaunch, runtimeSource } from "./runtime_source.ts";
+import { PYTHON, tempHome } from "./test_support.ts";
+import { Worker } from "./worker.ts";
+
+let tmp: ReturnType<typeof tempHome>;
+beforeEach(() => {
+  tmp = tempHome();
+});
+afterEach(() => tmp.remove());
+
+async function roundTrip(argv: string[], stdinPreamble?: Buffer): Promise<string> {
+  const w = await Worker.start({ argv, stdinPreamble });
+  try {
+    let value = "";
+    await w.request({ type: "execute", code: "6 * 7" }, { result: (t) => (value = t) });
+    return value;
+  } finally {
+    await w.close();
+  }
+}
+
+describe("runtime cache", () => {
+  test("the source is written once under its content hash, atomically", async () => {
+    const src = await runtimeSource();
+    expect(src.text).toBe(readFileSync(new URL("../runtime.py", import.meta.url), "utf8"));
+    const path = await runtimeFile(tmp.home);
+    expect(path).toBe(join(tmp.home, "runtime", `runtime-${src.hash}.py`));
+    expect(readFileSync(path, "utf8")).toBe(src.text);
+    const before = statSync(path).mtimeMs;
+    await Bun.sleep(20);
+    expect(await runtimeFile(tmp.home)).toBe(path);
+    expect(statSync(path).mtimeMs).toBe(before);
+    expect(readdirSync(join(tmp.home, "runtime")).filter((f) => f.endsWith(".tmp"))).toEqual([]);
+    expect(statSync(join(tmp.home, "runtime")).mode & 0o777).toBe(0o700);
+  });
+
+  test("the bytecode is compiled once per interpreter and a worker runs from it", async () => {
+    const interpreter = await resolveInterpreter({ python: PYTHON, home: tmp.home });
+    const pyc = await runtimeBytecode(tmp.home, interpreter);
+    expect(pyc).toMatch(new RegExp(`-${interpreter.cacheTag}\\.pyc$`));
+    const mtime = statSync(pyc as string).mtimeMs;
+    expect(await runtimeBytecode(tmp.home, interpreter)).toBe(pyc);
+    expect(statSync(pyc as string).mtimeMs).toBe(mtime);
+    const launch = await runtimeLaunch(tmp.home, interpreter);
+    expect(launch.argv.at(-1)).toBe(pyc as string);
+    expect(await roundTrip(launch.argv)).toBe("42");
+  });
+
+  test("a remote command gets the source over stdin through the bootstrap", async () => {
+    // `env PYTHON` is not an interpreter name, so it is treated like `ssh host python3`.
+    const interpreter = await resolveInterpreter({ python: `env ${PYTHON}`, home: tmp.home });
+    expect(interpreter.local).toBe(false);
+    const launch = await runtimeLaunch(tmp.home, interpreter);
+    expect(launch.argv).toContain(bootstrapLine((await runtimeSource()).text));
+    expect(launch.stdinPreamble).toBeDefined();
+    expect(await roundTrip(launch.argv, launch.stdinPreamble)).toBe("42");
+  });
+});
