@@ -1,0 +1,128 @@
+// attach() and the client calls against a real supervisor started from source (`bun main.ts
+// __supervisor`), with real Python workers; each test has its own state directory.
+import { afterEach, describe, expect, test } from "bun:test";
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { attach, closeSession, daemonStatus, interruptSession, listSessions, stopDaemon } from "./client.ts";
+import { processAlive } from "./supervisor_lock.ts";
+import { socketPath } from "./transport.ts";
+
+const PYTHON = process.env.AWREPL_TEST_PYTHON ?? "/usr/bin/python3";
+const homes: string[] = [];
+
+function home(): string {
+  const h = mkdtempSync(join(tmpdir(), "awrepl-client-"));
+  homes.push(h);
+  return h;
+}
+
+afterEach(async () => {
+  for (const h of homes.splice(0)) {
+    const status = await daemonStatus({ home: h }).catch(() => null);
+    await stopDaemon({ home: h }).catch(() => false);
+    if (status && processAlive(status.pid)) process.kill(status.pid, "SIGKILL");
+    rmSync(h, { recursive: true, force: true });
+  }
+});
+
+describe("attach", () => {
+  test("two attachments share one live namespace; close() only detaches", async () => {
+    const h = home();
+    const a = await attach("shared", { home: h, python: PYTHON });
+    expect((await a.execute("x = 41")).status).toBe("ok");
+    await a.close();
+    await using b = await attach("shared", { home: h, python: PYTHON });
+    const r = await b.execute("x + 1");
+    expect(r.value).toBe("42");
+    expect(r.session).toBe("shared");
+    expect(Object.keys(await b.variables())).toEqual(["x"]);
+    expect((await b.inspect("x")).type).toBe("int");
+    const rows = await listSessions({ home: h });
+    expect(rows.map((s) => s.name)).toEqual(["shared"]);
+  });
+
+  test("live output streams before the result, and an abort interrupts the cell", async () => {
+    const h = home();
+    await using s = await attach("stream", { home: h, python: PYTHON });
+    const abort = new AbortController();
+    const seen: string[] = [];
+    const result = s.execute("import time\nprint('tick', flush=True)\ntime.sleep(60)", {
+      signal: abort.signal,
+      onOutput: (stream, text) => {
+        seen.push(`${stream}:${text}`);
+        abort.abort();
+      },
+    });
+    const r = await result;
+    expect(seen[0]).toBe("stdout:tick\n");
+    expect(r.status).toBe("interrupted");
+    expect((await s.execute("1 + 1")).value).toBe("2");
+  });
+
+  test("interruptSession reaches a cell started by another client; closeSession ends the worker", async () => {
+    const h = home();
+    await using s = await attach("busy", { home: h, python: PYTHON });
+    const pid = Number((await s.execute("import os; os.getpid()")).value);
+    const running = s.execute("import time\nprint('go', flush=True)\ntime.sleep(60)", { onOutput: () => {} });
+    await waitFor(async () => (await listSessions({ home: h }))[0]?.state === "busy");
+    expect(await interruptSession("busy", { home: h })).toBe(true);
+    expect((await running).status).toBe("interrupted");
+    expect(await interruptSession("busy", { home: h })).toBe(false);
+    expect(await closeSession("busy", { home: h })).toBe(true);
+    await waitFor(async () => !processAlive(pid));
+    expect(await closeSession("busy", { home: h })).toBe(false);
+  });
+
+  test("calls that need no supervisor do not start one", async () => {
+    const h = home();
+    expect(await listSessions({ home: h })).toEqual([]);
+    expect(await daemonStatus({ home: h })).toBeNull();
+    expect(await stopDaemon({ home: h })).toBe(false);
+    expect(await closeSession("nothing", { home: h })).toBe(false);
+  });
+
+  test("a bad session name is a usage error before anything is started", async () => {
+    const h = home();
+    await expect(attach("no/slashes", { home: h })).rejects.toMatchObject({ code: "usage" });
+    expect(await daemonStatus({ home: h })).toBeNull();
+  });
+
+  test("a supervisor of another version is asked to stop and replaced", async () => {
+    const h = home();
+    // A stand-in for an older supervisor: it answers hello with another version and exits on stop.
+    const old = spawn("sleep", ["60"], { stdio: "ignore" });
+    let stopped = false;
+    const server = createServer((socket) => {
+      socket.on("data", (chunk) => {
+        for (const line of chunk.toString().split("\n").filter(Boolean)) {
+          const msg = JSON.parse(line) as { op: string; id?: number };
+          if (msg.op === "hello") socket.write(`${JSON.stringify({ type: "hello", ok: false, protocol: 0, version: "0.0.1", pid: old.pid })}\n`);
+          else if (msg.op === "stop") {
+            stopped = true;
+            server.close();
+            old.kill("SIGKILL");
+            socket.destroy();
+          } else socket.write(`${JSON.stringify({ type: "error", id: msg.id ?? null, code: "version_mismatch", message: "old" })}\n`);
+        }
+      });
+    });
+    await new Promise<void>((r) => server.listen(socketPath(h), r));
+    await using s = await attach("upgraded", { home: h, python: PYTHON });
+    const r = await s.execute("'new'");
+    expect(stopped).toBe(true);
+    expect(r.value).toBe("'new'");
+    const status = await daemonStatus({ home: h });
+    expect(status?.pid).not.toBe(old.pid);
+  });
+});
+
+async function waitFor(cond: () => Promise<boolean> | boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`Condition not met within ${timeoutMs} ms`);
+    await Bun.sleep(20);
+  }
+}
