@@ -4,7 +4,7 @@
 // and so does a new unindented statement (a file needs no blank line after a `def`), and end of input.
 import { AwreplError, ExitCode } from "../errors.ts";
 import { isMetaCommand, runMetaCommand } from "./serve_meta.ts";
-import { completeness, executeCell, reportError, type ServeRun, statusExitCode } from "./serve_run.ts";
+import { cellText, completeness, executeCell, reportError, type ServeRun, statusExitCode } from "./serve_run.ts";
 
 export type PipedOptions = {
   /** Stop at the first cell that fails instead of going on with the next (a REPL goes on). */
@@ -40,14 +40,13 @@ export class StatementSplitter {
       if (isMetaCommand(line)) return [line];
     } else if (!blank && !/^\s/.test(line) && !CONTINUATION.test(line)) {
       // A new statement at column 0 ends the block above if that block is complete once ended.
-      const above = this.#lines.join("\n");
-      if ((await this.#check(`${above}\n`)).status === "complete") {
+      if ((await this.#check(`${cellText(this.#lines)}\n`)).status === "complete") {
         ready.push(this.#take());
         if (isMetaCommand(line)) return [...ready, line];
       }
     }
     this.#lines.push(blank ? "" : line);
-    if ((await this.#check(this.#lines.join("\n"))).status !== "incomplete") ready.push(this.#take());
+    if ((await this.#check(cellText(this.#lines))).status !== "incomplete") ready.push(this.#take());
     return ready;
   }
 

@@ -41,6 +41,14 @@ export async function executeCell(run: ServeRun, code: string, onInterrupt?: () 
   }
 }
 
+/**
+ * The text of the lines entered so far as `is_complete` reads it: every entered line ends with a
+ * newline, so a block followed by an empty line ends in "\n\n", which is what closes it.
+ */
+export function cellText(lines: readonly string[]): string {
+  return lines.map((line) => `${line}\n`).join("");
+}
+
 /** The runtime's verdict on a piece of code; if asking fails, the code is run and the failure shows there. */
 export async function completeness(session: Session, code: string): Promise<{ status: CompletenessStatus; indent: string }> {
   try {

@@ -5,7 +5,7 @@ import type { HistoryFile } from "./serve_history.ts";
 import { makeCompleter } from "./serve_complete.ts";
 import { isMetaCommand, runMetaCommand } from "./serve_meta.ts";
 import { LineReader } from "./serve_reader.ts";
-import { completeness, executeCell, reportError, type ServeRun } from "./serve_run.ts";
+import { cellText, completeness, executeCell, reportError, type ServeRun } from "./serve_run.ts";
 import { columns, wrap } from "./serve_style.ts";
 
 const PS1 = ">>> ";
@@ -28,7 +28,7 @@ export async function serveTerminal(run: ServeRun, options: TerminalOptions): Pr
     output: options.output,
     history: options.history.load(),
     historySize: options.history.limit,
-    completer: makeCompleter(run.session, () => (lines.length ? `${lines.join("\n")}\n` : "")),
+    completer: makeCompleter(run.session, () => (lines.length ? cellText(lines) : "")),
   });
   term.out(banner(run, options.python, columns(options.output)));
   const ps1 = term.style.prompt(PS1);
@@ -55,7 +55,7 @@ export async function serveTerminal(run: ServeRun, options: TerminalOptions): Pr
         continue;
       }
       lines.push(blank ? "" : line);
-      const code = lines.join("\n");
+      const code = cellText(lines);
       const verdict = await completeness(run.session, code);
       // Two blank lines in a row end the cell whatever the verdict, so a confused check can never trap
       // the user at the continuation prompt; an unfinished cell then shows its SyntaxError.

@@ -16,9 +16,10 @@ afterEach(async () => {
   home = "";
 });
 
-function serve(input: string, args: string[] = []) {
+/** `globals` go before the command (-s NAME), `args` after it (serve's own options). */
+function serve(input: string, args: string[] = [], globals: string[] = []) {
   home ||= makeHome();
-  return run([...args, "serve"], { home, input });
+  return run([...globals, "serve", ...args], { home, input });
 }
 
 const SCRIPT = `x = 1
@@ -70,8 +71,8 @@ describe("serve with piped stdin", () => {
   }, 60_000);
 
   test("meta commands work in a script, and a named session keeps what it ran", async () => {
-    const r = await serve("kept = {'a': 1}\n:vars\n", ["-s", "scripted"]);
-    expect(r.stdout).toMatch(/^kept\s+\{'a': 1\}$/m);
+    const r = await serve("kept = {'a': 1}\n:vars\n", [], ["-s", "scripted"]);
+    expect(r.stdout).toMatch(/^kept\s+(dict: )?\{'a': 1\}$/m);
     expect(r.code).toBe(0);
     const after = await run(["-s", "scripted", "run", "kept['a'] + 1"], { home });
     expect(after.stdout).toBe("2\n");
