@@ -313,3 +313,53 @@ describe("the socket", () => {
     expect(log).not.toContain("uncaught");
   });
 });
+
+describe("session commands", () => {
+  test("vars, inspect and reset act on the session; without a session they are usage errors", async () => {
+    const h = home();
+    await run(["-s", "a", "run", "alpha = [1, 2, 3]\nbeta = 'b'"], { home: h });
+    const vars = await run(["-s", "a", "vars", "--json"], { home: h });
+    expect(vars.code).toBe(0);
+    expect(Object.keys(JSON.parse(vars.stdout)).sort()).toEqual(["alpha", "beta"]);
+    const text = await run(["vars", "-s", "a"], { home: h });
+    expect(text.stdout).toContain("alpha");
+    const info = await run(["-s", "a", "inspect", "alpha", "--json"], { home: h });
+    expect(JSON.parse(info.stdout)).toMatchObject({ type: "list", len: 3 });
+    const missing = await run(["-s", "a", "inspect", "gamma"], { home: h });
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("gamma");
+    expect((await run(["-s", "a", "reset"], { home: h })).code).toBe(0);
+    expect(JSON.parse((await run(["-s", "a", "vars", "--json"], { home: h })).stdout)).toEqual({});
+    for (const cmd of [["vars"], ["inspect", "x"], ["reset"]]) {
+      const r = await run(cmd, { home: h });
+      expect(r.code).toBe(2);
+      expect(r.stderr.trim().split("\n")).toHaveLength(1);
+    }
+  });
+
+  test("Ctrl-C on run interrupts the cell, exits 130 and keeps the session", async () => {
+    const h = home();
+    await run(["-s", "a", "run", "kept = 1"], { home: h });
+    const cell = await start(["-s", "a", "run", "import time\nprint('started', flush=True)\ntime.sleep(300)"], { home: h });
+    await cell.waitForStdout("started");
+    cell.child.kill("SIGINT");
+    const r = await cell.result;
+    expect(r.code).toBe(130);
+    expect((await run(["-s", "a", "run", "kept"], { home: h })).stdout).toBe("1\n");
+  });
+
+  test("daemon status, logs and stop in text", async () => {
+    const h = home();
+    expect((await run(["daemon", "status"], { home: h })).stdout).toContain("not running");
+    await run(["-s", "a", "run", "1"], { home: h });
+    const status = await run(["daemon", "status"], { home: h });
+    expect(status.stdout).toContain("Supervisor running");
+    expect(status.stdout).toContain(socketPath(h));
+    const logs = await run(["daemon", "logs"], { home: h });
+    expect(logs.stdout).toContain("listening on");
+    expect(logs.stdout).toContain("session a: worker pid");
+    const stop = await run(["daemon", "stop"], { home: h });
+    expect(stop.code).toBe(0);
+    expect(await waitForNoProcesses(h)).toEqual([]);
+  });
+});
