@@ -1415,6 +1415,279 @@ def _h_list_names(r):
 
 
 # ---------------------------------------------------------------------------------------------
+# Editing help: complete, is_complete
+# ---------------------------------------------------------------------------------------------
+
+@_handler("complete")
+def _h_complete(r):
+    import re
+    code = r.msg.get("code")
+    if not isinstance(code, str):
+        raise _RequestFailed("complete needs a string 'code'")
+    cursor = r.msg.get("cursor")
+    if cursor is None:
+        cursor = len(code)
+    if isinstance(cursor, bool) or not isinstance(cursor, int) or not 0 <= cursor <= len(code):
+        raise _RequestFailed("cursor must be an integer within the code, got %r" % (cursor,))
+    text = code[:cursor]
+    matches = []
+    m = re.search(r"([A-Za-z_][\w.]*)\[\s*(['\"])([^'\"]*)$", text)
+    if m:
+        obj = _lookup_quiet(m.group(1))
+        prefix = m.group(3)
+        try:
+            matches = [k for k in obj.keys() if isinstance(k, str) and k.startswith(prefix)]
+        except Exception:
+            matches = []
+        return {"matches": sorted(set(matches))[:500]}
+    m = re.search(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\.(\w*)$", text)
+    if m:
+        obj = _lookup_quiet(m.group(1))
+        if obj is _NOTHING:
+            return {"matches": []}
+        prefix = m.group(2)
+        try:
+            names = dir(obj)
+        except Exception:
+            names = []
+        hide = not prefix.startswith("_")
+        matches = ["%s.%s" % (m.group(1), n) for n in names
+                   if n.startswith(prefix) and not (hide and n.startswith("_"))]
+        return {"matches": sorted(set(matches))[:500]}
+    m = re.search(r"[A-Za-z_]\w*$", text)
+    if not m:
+        return {"matches": []}
+    import builtins
+    import keyword
+    prefix = m.group(0)
+    pool = set(_ns) | set(dir(builtins)) | set(keyword.kwlist)
+    hide = not prefix.startswith("_")
+    matches = [n for n in pool if n.startswith(prefix) and not (hide and n.startswith("_"))]
+    return {"matches": sorted(matches)[:500]}
+
+
+def _lookup_quiet(name):
+    try:
+        return _lookup(name)
+    except Exception:
+        return _NOTHING
+
+
+@_handler("is_complete")
+def _h_is_complete(r):
+    code = r.msg.get("code")
+    if not isinstance(code, str):
+        raise _RequestFailed("is_complete needs a string 'code'")
+    status, indent = _completeness(code)
+    return {"status": status, "indent": indent}
+
+
+def _open_block(code):
+    """True when the last statement sits inside an indented block (tokenize's view)."""
+    import io
+    import tokenize
+    depth = 0
+    nlines = code.count("\n") + 1
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+            if tok.type == tokenize.INDENT:
+                depth += 1
+            elif tok.type == tokenize.DEDENT:
+                if tok.start[0] > nlines or (tok.start[0] == nlines and not code.split("\n")[-1].strip()):
+                    break  # the dedents tokenize adds at end of input
+                depth -= 1
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    return depth > 0
+
+
+def _completeness(code):
+    """complete | incomplete | invalid, and the indent the next line should get."""
+    import codeop
+    if not code.strip():
+        return "complete", ""
+    cc = codeop.CommandCompiler()
+    cc.compiler.flags |= _TLA
+    try:
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compiled = cc(code, "<input>", "exec")
+    except (SyntaxError, ValueError, OverflowError, MemoryError):
+        return "invalid", ""
+    lines = [ln for ln in code.split("\n") if ln.strip()]
+    last = lines[-1] if lines else ""
+    indent = last[:len(last) - len(last.lstrip())]
+    if compiled is None:
+        if last.split("#")[0].rstrip().endswith(":"):
+            indent += "    "
+        return "incomplete", indent
+    # It compiles, but a block still open at the end wants an empty line to finish it.
+    if _open_block(code) and not (code.endswith("\n") and code.rstrip(" \t").endswith("\n\n")):
+        return "incomplete", indent
+    return "complete", ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Signatures: the published-call index and the call-shape remedies drawn from it
+# ---------------------------------------------------------------------------------------------
+
+_sig_index = {}  # short and qualified names -> ("qualified(signature)", the callable)
+
+_CALL_SHAPE = None
+
+
+def _public_calls(mod):
+    names = getattr(mod, "__all__", None)
+    if not isinstance(names, (list, tuple)):
+        names = [n for n in dir(mod) if not n.startswith("_")]
+    out = []
+    for n in names:
+        try:
+            obj = getattr(mod, n)
+        except Exception:
+            continue
+        if not callable(obj) or type(obj).__name__ == "module":
+            continue
+        if getattr(obj, "__module__", None) != mod.__name__ and not isinstance(getattr(mod, "__all__", None), (list, tuple)):
+            continue  # re-exported imports are someone else's calls
+        out.append((n, obj))
+    return out
+
+
+def _shape_line(name, cls):
+    fields = getattr(cls, "__dataclass_fields__", None)
+    if isinstance(fields, dict):
+        items = [(k, getattr(f, "type", None)) for k, f in fields.items()]
+    elif isinstance(getattr(cls, "_fields", None), tuple) or getattr(cls, "__total__", None) is not None:
+        ann = getattr(cls, "__annotations__", {}) or {}
+        items = list(ann.items()) or [(f, None) for f in getattr(cls, "_fields", ())]
+    else:
+        return None
+
+    def tname(t):
+        if t is None:
+            return "Any"
+        if isinstance(t, str):
+            return t
+        return getattr(t, "__name__", None) or str(t).replace("typing.", "")
+    return "%s: {%s}" % (name, ", ".join("%s: %s" % (k, tname(t)) for k, t in items))
+
+
+@_handler("signatures")
+def _h_signatures(r):
+    import importlib
+    mods = r.msg.get("modules")
+    if mods is not None and (not isinstance(mods, list) or not all(isinstance(m, str) for m in mods)):
+        raise _RequestFailed("modules must be a list of strings")
+    targets, failed = [], []
+    if mods is None:
+        for k in _user_names():  # modules imported into the namespace stand in for skills
+            v = _ns[k]
+            if type(v).__name__ == "module" and not _is_stdlib(v):
+                targets.append((k, v))
+    else:
+        for name in mods:
+            try:
+                targets.append((name, importlib.import_module(name)))
+            except BaseException as e:
+                if isinstance(e, KeyboardInterrupt):
+                    raise
+                failed.append({"name": name, "reason": "%s: %s" % (type(e).__name__, _safe_str(e))[:500]})
+    index, lines, shapes = {}, [], []
+    for alias, mod in targets:
+        for n, obj in _public_calls(mod):
+            sig = _signature_text(obj)
+            if sig is None:
+                continue
+            text = "%s.%s%s" % (alias, n, sig)
+            index[n] = index["%s.%s" % (alias, n)] = (text, obj)
+            lines.append(text)
+            if isinstance(obj, type):
+                line = _shape_line("%s.%s" % (alias, n), obj)
+                if line:
+                    shapes.append(line)
+    _sig_index.clear()
+    _sig_index.update(index)
+    return {"calls": len(lines), "failed": failed, "digest": "\n".join(lines + shapes)}
+
+
+def _is_stdlib(mod):
+    f = getattr(mod, "__file__", None)
+    if not f:
+        return True
+    import sysconfig
+    std = sysconfig.get_paths().get("stdlib", "")
+    return bool(std) and os.path.abspath(f).startswith(os.path.abspath(std) + os.sep) and "site-packages" not in f
+
+
+def _remedies(e):
+    """For a call-shape TypeError: the signature of the callee, and the nearest legal name."""
+    global _CALL_SHAPE
+    if type(e) is not TypeError or not e.args or not isinstance(e.args[0], str):
+        return []
+    import re
+    if _CALL_SHAPE is None:
+        _CALL_SHAPE = re.compile(
+            r"^([A-Za-z_][\w.]*)\(\) (got an unexpected keyword argument '(\w+)'|missing \d+ required"
+            r"|takes |got multiple values|got some positional-only)")
+    m = _CALL_SHAPE.match(e.args[0])
+    if not m:
+        return []
+    qual = m.group(1)
+    short = qual.rsplit(".", 1)[-1]
+    entry = _sig_index.get(qual) or _sig_index.get(short)
+    sig = entry[0] if entry else None
+    obj = entry[1] if entry else _find_callee(e, qual)
+    params = None
+    if obj is not _NOTHING:
+        try:
+            import inspect
+            s = inspect.signature(obj)
+            params = [p.name for p in s.parameters.values()
+                      if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY)]
+            if sig is None:
+                sig = "%s%s" % (qual, s)
+        except (TypeError, ValueError):
+            pass
+    if sig is None:
+        return []
+    out = ["[awrepl] Signature: %s\n" % sig]
+    bad = m.group(3)
+    if bad and params:
+        import difflib
+        near = difflib.get_close_matches(bad, params, n=1, cutoff=0.5)
+        if near:
+            out.append("[awrepl] Did you mean %s=...? (%r is not a parameter of %s)\n" % (near[0], bad, qual))
+    return out
+
+
+def _find_callee(e, qual):
+    """Resolve the called name in the frame that made the call (the innermost one left)."""
+    import builtins
+    tb = e.__traceback__
+    frame = None
+    while tb is not None:
+        frame = tb.tb_frame
+        tb = tb.tb_next
+    scopes = [frame.f_locals, frame.f_globals] if frame is not None else []
+    scopes.append(_ns)
+    parts = [p for p in qual.split(".") if p != "<locals>"]
+    for scope in scopes:
+        obj = scope.get(parts[0], _NOTHING) if isinstance(scope, dict) else _NOTHING
+        if obj is _NOTHING:
+            continue
+        try:
+            for p in parts[1:]:
+                obj = getattr(obj, p)
+            return obj
+        except Exception:
+            continue
+    obj = getattr(builtins, parts[0], _NOTHING)
+    return obj if len(parts) == 1 else _NOTHING
+
+
+# ---------------------------------------------------------------------------------------------
 # Snapshot / restore: dill when importable, else pickle (names it cannot save are skipped)
 # ---------------------------------------------------------------------------------------------
 
