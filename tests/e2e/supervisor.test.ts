@@ -363,3 +363,25 @@ describe("session commands", () => {
     expect(await waitForNoProcesses(h)).toEqual([]);
   });
 });
+
+describe("big and broken cells", () => {
+  test("a 5 MB cell travels through the socket intact", async () => {
+    const h = home();
+    const cell = `y = '${"a".repeat(5_000_000)}'\nlen(y)`;
+    const r = await run(["-s", "a", "run", "-"], { home: h, input: cell });
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toBe("5000000\n");
+  });
+
+  test("a worker that dies is reported, and the next call gets a fresh one in the same session", async () => {
+    const h = home();
+    const before = await workerPid(h, "a");
+    const died = await run(["-s", "a", "run", "--json", "import os; os._exit(3)"], { home: h });
+    expect(died.code).toBe(125);
+    expect(JSON.parse(died.stdout)).toMatchObject({ status: "died", session: "a" });
+    const after = await workerPid(h, "a");
+    expect(after).not.toBe(before);
+    // Another session was not touched.
+    expect((await run(["-s", "b", "run", "1"], { home: h })).code).toBe(0);
+  });
+});
