@@ -82,8 +82,17 @@ export function formatFailure(result: ExecResult, full: boolean): string {
   const tb = result.traceback.replace(/\n+$/, "");
   if (!tb) return exception;
   let text = full ? tb : shortTraceback(tb);
-  if (result.exception && !text.endsWith(result.exception.replace(/\n+$/, ""))) text = `${text}\n${result.exception}`;
+  if (result.exception && !endsWithException(text, result.exception)) text = `${text}\n${result.exception}`;
   return text;
+}
+
+/** True when the traceback text already ends with the exception (a SyntaxError's may word it shorter). */
+function endsWithException(text: string, exception: string): boolean {
+  const exc = exception.replace(/\n+$/, "");
+  if (text.endsWith(exc)) return true;
+  const type = exc.split(":")[0] as string;
+  const last = text.slice(text.lastIndexOf("\n") + 1);
+  return last === type || last.startsWith(`${type}:`);
 }
 
 function statusWord(result: ExecResult): string {

@@ -8,7 +8,7 @@ describe("awrepl run: output", () => {
   test("prints the cell's stdout exactly", () =>
     withHome(async (home) => {
       const r = await run(["run", "print('hello')\nprint('wor' + 'ld', end='!')"], { home });
-      expect(r.stdout).toBe("hello\nworld!\n");
+      expect(r.stdout).toBe("hello\nworld!"); // exactly: no newline is added to the cell's own output
       expect(r.stderr).toBe("");
       expect(r.code).toBe(0);
     }));
@@ -22,7 +22,7 @@ describe("awrepl run: output", () => {
 
   test("a cell's stderr goes to stderr, fd-level output included", () =>
     withHome(async (home) => {
-      const r = await run(["run", "import os, sys\nprint('err', file=sys.stderr)\nos.write(2, b'raw\\n')\nos.write(1, b'out\\n')"], { home });
+      const r = await run(["run", "import os, sys\nprint('err', file=sys.stderr)\n_ = os.write(2, b'raw\\n')\n_ = os.write(1, b'out\\n')"], { home });
       expect(r.stdout).toBe("out\n");
       expect(r.stderr).toBe("err\nraw\n");
       expect(r.code).toBe(0);
