@@ -19,6 +19,7 @@ import {
   summarize,
   timeSpawn,
 } from "./lib.ts";
+import { floorFigures } from "./floors.ts";
 import { libraryFigures } from "./library.ts";
 import { memoryFigures } from "./memory.ts";
 import { renderRawTable, renderSummaryTable, SUMMARY_ROWS } from "./table.ts";
@@ -105,6 +106,7 @@ const sections: Record<string, Section> = {
   jupyter: jupyterSection(),
   library: await guarded("library.ts", () => libraryFigures({ smoke })),
   memory: await guarded("memory.ts", () => memoryFigures({ smoke })),
+  floors: await guarded("floors.ts", () => floorFigures({ smoke })),
   runtime: externalSection("runtime.ts"),
   shell: externalSection("shell_call.ts"),
 };

@@ -88,6 +88,15 @@ const INTERRUPT_CELLS = {
   asyncio_sleep: "import asyncio\nawait asyncio.sleep(1e9)",
 } as const;
 
+/** Resets VmHWM to the current RSS (Linux clear_refs 5), so a later VmHWM is the peak of what came between. */
+function resetPeakRss(pid: number): void {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, "5");
+  } catch (err) {
+    log(`cannot reset the peak RSS of ${pid} (${String(err)}): the peak includes the supervisor's start`);
+  }
+}
+
 /** The pid of the supervisor serving a home, or null when none runs. */
 export async function supervisorPid(home: string): Promise<number | null> {
   const status = await withTimeout(daemonStatus({ home }), CALL_MS, "daemon status");
@@ -134,6 +143,10 @@ export async function libraryFigures(options: BenchOptions = {}): Promise<Figure
       figures.attach_round_trip = figure("us", await roundTrips(remote, smoke ? 50 : 3000));
       const bytes = smoke ? 1_000_000 : 100_000_000;
       const cell = bigOutputCell(bytes);
+      const pid = await supervisorPid(home);
+      if (pid === null) throw new Error("No supervisor runs after attach()");
+      const rssBefore = procStatusMiB(pid);
+      resetPeakRss(pid);
       const speeds: number[] = [];
       for (let i = 0; i < (smoke ? 1 : 3); i++) {
         log(`attach: cell printing ${bytes / 1e6} MB`);
@@ -158,9 +171,11 @@ export async function libraryFigures(options: BenchOptions = {}): Promise<Figure
       }
       figures.cli_big_output_mb_per_s = figure("MB/s", cliSpeeds, "whole `awrepl -s s run -f cell.py` call");
       figures.cli_big_output_client_peak_rss_mib = figure("MiB", cliPeaks);
-      const pid = await supervisorPid(home);
-      const hwm = pid === null ? null : procStatusMiB(pid, "VmHWM");
-      figures.big_output_supervisor_peak_rss_mib = figure("MiB", hwm === null ? [] : [hwm], "VmHWM since the supervisor started");
+      const hwm = procStatusMiB(pid, "VmHWM");
+      figures.big_output_supervisor_peak_rss_mib = figure("MiB", hwm === null ? [] : [hwm], "VmHWM over the big-output cells");
+      if (hwm !== null && rssBefore !== null) {
+        figures.big_output_supervisor_rss_growth_mib = figure("MiB", [hwm - rssBefore], "VmHWM over the big-output cells − VmRSS before them");
+      }
     } finally {
       await remote.close();
     }
