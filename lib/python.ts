@@ -199,7 +199,7 @@ async function interpreterFacts(file: string, flags: string[], env: NodeJS.Proce
     const fresh = readCache(cacheFile);
     fresh[key] = facts;
     const tmp = `${cacheFile}.${process.pid}.${Date.now()}.tmp`;
-    writeFileSync(tmp, JSON.stringify(fresh));
+    writeFileSync(tmp, JSON.stringify(fresh), { mode: 0o600 });
     renameSync(tmp, cacheFile);
   }
   return facts;

@@ -351,3 +351,28 @@ describe("order, lifecycle and the rest of the interface", () => {
     expect(existsSync(item["image/png"] ?? "")).toBe(true);
   });
 });
+
+describe("deadlines and closing while busy", () => {
+  test("close() during a running cell ends it promptly and leaves no process", async () => {
+    const s = await start({ timeoutMs: 0 });
+    const pid = s.pid ?? 0;
+    const running = s.execute("import time\nwhile True: time.sleep(0.01)");
+    await new Promise((r) => setTimeout(r, 150));
+    const t0 = Date.now();
+    await s.close();
+    expect((await rejection(running)).code).toBe("worker_closed");
+    await waitFor(() => !alive(pid), 5000, "the worker to exit");
+    expect(Date.now() - t0).toBeLessThan(5000);
+  });
+
+  test("a wedged worker cannot hang variables(): timeout, then a fresh worker", async () => {
+    const s = await start({ timeoutMs: 300, graceMs: 200 });
+    // A stopped process answers nothing, like a worker wedged in a C call that holds the GIL.
+    process.kill(s.pid ?? 0, "SIGSTOP");
+    const err = await rejection(s.variables());
+    expect(err.code).toBe("timeout");
+    const r = await s.execute("1 + 1");
+    expect(r.value).toBe("2");
+    expect(r.notice).toContain("earlier state is gone");
+  });
+});

@@ -27,8 +27,17 @@ export type ReplSessionInfo = {
   lastActiveAt: number;
 };
 
-/** The cell in flight: what the timeout, abort and interrupt() paths need to reach it. */
-type RunningCell = { id: string; worker: Worker; userInterrupted: boolean; timedOut: boolean; killed: boolean };
+/** A request in flight: what the timeout, abort and interrupt() paths need to reach it. */
+type RunningCall = {
+  id: string;
+  worker: Worker;
+  userInterrupted: boolean;
+  timedOut: boolean;
+  killed: boolean;
+  disarm(): void;
+};
+
+const TIMEOUT_NOTICE = "The previous worker was killed after a timeout; this call ran in a fresh worker and the earlier state is gone.";
 
 export class ReplSession implements Session {
   readonly id: string;
@@ -46,7 +55,7 @@ export class ReplSession implements Session {
   private readonly displays: DisplayWriter;
   private worker: Worker | null = null;
   private starting: Promise<Worker> | null = null;
-  private running: RunningCell | null = null;
+  private running: RunningCall | null = null;
   /** What the next execute's `notice` says: why the state it had is gone. */
   private lostNotice: string | null = null;
   /** Output that arrived between cells (background threads): it opens the next cell's output. */
@@ -244,18 +253,61 @@ export class ReplSession implements Session {
     this.worker = null;
     // A death during a cell is reported by that cell; this covers deaths between calls too.
     this.lostNotice ??= worker.wasKilled
-      ? "The previous worker was killed after a timeout; this call ran in a fresh worker and the earlier state is gone."
+      ? TIMEOUT_NOTICE
       : `The previous worker ${describeExit(exit)}; this call ran in a fresh worker and the earlier state is gone.`;
   }
 
-  /** One non-execute request; `okOnly` turns a failed `done` into an error carrying its reason. */
+  /**
+   * One non-execute request under the same deadline as a cell: interrupted at the deadline, the worker
+   * killed after the grace period (a wedged worker must not hang the caller). `okOnly` turns a failed
+   * `done` into an error carrying its reason.
+   */
   private async control(body: Parameters<Worker["request"]>[0], okOnly = true): Promise<DoneEvent> {
     const worker = await this.ensureWorker();
-    const done = await worker.request(body);
+    const pending = worker.request(body);
+    const call = this.watch(worker, worker.lastId, this.timeoutMs);
+    let done: DoneEvent;
+    try {
+      done = await pending;
+    } catch (err) {
+      if (call.killed && err instanceof AwreplError && err.code === "worker_died") {
+        this.lostNotice = TIMEOUT_NOTICE;
+        throw new AwreplError("timeout", `The ${body.type} request exceeded the ${this.timeoutMs} ms timeout; the worker was killed and the session's state was lost`);
+      }
+      throw err;
+    } finally {
+      call.disarm();
+    }
+    if (call.timedOut && done.status !== "ok") {
+      throw new AwreplError("timeout", `The ${body.type} request exceeded the ${this.timeoutMs} ms timeout and was interrupted`);
+    }
     if (okOnly && done.status !== "ok") {
       throw new AwreplError("internal", `The runtime refused ${body.type} in session ${this.id}: ${done.reason ?? "no reason given"}`);
     }
     return done;
+  }
+
+  /**
+   * Arms the deadline of request `id`: at timeoutMs (0 = none) it is interrupted, and graceMs later
+   * the worker's process group is killed. The returned record says which of those happened.
+   */
+  private watch(worker: Worker, id: string, timeoutMs: number): RunningCall {
+    const call: RunningCall = { id, worker, userInterrupted: false, timedOut: false, killed: false, disarm: () => undefined };
+    if (timeoutMs <= 0) return call;
+    let grace: ReturnType<typeof setTimeout> | undefined;
+    const deadline = setTimeout(() => {
+      call.timedOut = true;
+      worker.interrupt(id);
+      grace = setTimeout(() => {
+        call.killed = true;
+        worker.kill();
+      }, this.graceMs);
+    }, timeoutMs);
+    call.disarm = () => {
+      clearTimeout(deadline);
+      clearTimeout(grace);
+    };
+    return call;
   }
 
   private async runCell(code: string, options: ExecuteOptions): Promise<ExecResult> {
@@ -304,21 +356,8 @@ export class ReplSession implements Session {
         },
       },
     );
-    const cell: RunningCell = { id: worker.lastId, worker, userInterrupted: false, timedOut: false, killed: false };
+    const cell = this.watch(worker, worker.lastId, timeoutMs);
     this.running = cell;
-
-    let deadline: ReturnType<typeof setTimeout> | undefined;
-    let grace: ReturnType<typeof setTimeout> | undefined;
-    if (timeoutMs > 0) {
-      deadline = setTimeout(() => {
-        cell.timedOut = true;
-        worker.interrupt(cell.id);
-        grace = setTimeout(() => {
-          cell.killed = true;
-          worker.kill();
-        }, this.graceMs);
-      }, timeoutMs);
-    }
     const signal = options.signal;
     const onAbort = () => {
       cell.userInterrupted = true;
@@ -359,7 +398,7 @@ export class ReplSession implements Session {
         status = "timeout";
         lostState = `The cell exceeded the ${timeoutMs} ms timeout and did not stop within the ${this.graceMs} ms grace period; the worker was killed and the session's state was lost. The next call starts a fresh worker.`;
         exception = `TimeoutError: ${lostState}`;
-        this.lostNotice = "The previous worker was killed after a timeout; this call ran in a fresh worker and the earlier state is gone.";
+        this.lostNotice = TIMEOUT_NOTICE;
       } else {
         status = "died";
         const how = worker.exit ? describeExit(worker.exit) : "died";
@@ -369,8 +408,7 @@ export class ReplSession implements Session {
       }
       if (this.worker === worker) this.worker = null;
     } finally {
-      clearTimeout(deadline);
-      clearTimeout(grace);
+      cell.disarm();
       signal?.removeEventListener("abort", onAbort);
       this.running = null;
     }

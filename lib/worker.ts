@@ -179,9 +179,12 @@ export class Worker {
       await this.exited;
       return;
     }
+    // A running request would hold the shutdown back: interrupt it first.
+    const busy = this.pending.size > 0;
     this.state = "closed";
     this.failPending(new AwreplError("worker_closed", "The session was closed while this request was pending"));
     try {
+      if (busy) this.child.stdin?.write('{"type":"interrupt"}\n');
       this.child.stdin?.write('{"type":"shutdown"}\n');
       this.child.stdin?.end();
     } catch {
