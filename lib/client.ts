@@ -5,7 +5,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { SupervisorConnection } from "./client_connection.ts";
-import { connectFast, connectSupervisor, processAlive, stopAndWait } from "./client_start.ts";
+import { connectFast, connectSupervisor, helloOf, processAlive, stopAndWait } from "./client_start.ts";
 import { AwreplError } from "./errors.ts";
 import { SESSION_NAME } from "./paths.ts";
 import type { DaemonStatus, ExecResult, InspectInfo, RestoreReport, SessionInfo, SessionSpec, StreamReply } from "./protocol.ts";
@@ -171,9 +171,12 @@ export async function stopDaemon(options: ClientOptions = {}): Promise<boolean> 
   if (!conn) return false;
   let pid: number;
   try {
-    pid = (await conn.hello).pid;
-  } catch {
-    return false; // it went away by itself
+    pid = (await helloOf(conn)).pid;
+  } catch (err) {
+    const wentAway = conn.closed; // closed before answering: it was exiting anyway
+    conn.close();
+    if (wentAway) return false;
+    throw err;
   }
   await stopAndWait(conn, pid);
   if (processAlive(pid)) {

@@ -5,6 +5,7 @@ import { closeSync, existsSync, openSync, renameSync, statSync } from "node:fs";
 import { basename } from "node:path";
 import { SupervisorConnection } from "./client_connection.ts";
 import { AwreplError } from "./errors.ts";
+import type { HelloReply } from "./protocol.ts";
 import { ensurePrivateDir } from "./paths.ts";
 import { lockHolder, processAlive } from "./supervisor_lock.ts";
 import type { SupervisorPaths } from "./supervisor_paths.ts";
@@ -45,7 +46,7 @@ export async function connectSupervisor(paths: SupervisorPaths, options: Connect
     }
     let hello;
     try {
-      hello = await withTimeout(conn.hello, START_TIMEOUT_MS, paths);
+      hello = await helloOf(conn);
     } catch (err) {
       // Accepted and then closed: it was exiting (idle exit, stop). Try again from the start.
       conn.close();
@@ -150,6 +151,11 @@ export function supervisorCommand(env: NodeJS.ProcessEnv, fileURLToPath: (url: U
   const built = fileURLToPath(new URL("../dist/awrepl", here));
   if (existsSync(built)) return [built, SUPERVISOR_SUBCOMMAND];
   throw new AwreplError("supervisor_unreachable", "Cannot find the awrepl executable to start the supervisor; set AWREPL_BIN");
+}
+
+/** The supervisor's hello, or an error naming the log if it does not come. */
+export function helloOf(conn: SupervisorConnection): Promise<HelloReply> {
+  return withTimeout(conn.hello, START_TIMEOUT_MS, conn.paths);
 }
 
 async function withTimeout<T>(promise: Promise<T>, ms: number, paths: SupervisorPaths): Promise<T> {
