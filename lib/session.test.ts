@@ -1,10 +1,9 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { AwreplError } from "./errors.ts";
 import { truncationMarker } from "./output.ts";
 import { ReplSession } from "./session.ts";
-import { alive, PYTHON, tempHome, waitFor } from "./test_support.ts";
+import { alive, PYTHON, rejection, tempHome, waitFor } from "./test_support.ts";
 import type { SessionOptions } from "./types.ts";
 
 let tmp: ReturnType<typeof tempHome>;
@@ -24,15 +23,6 @@ async function start(options: SessionOptions = {}, id = "test"): Promise<ReplSes
   return s;
 }
 
-async function rejection(p: Promise<unknown>): Promise<AwreplError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(AwreplError);
-    return err as AwreplError;
-  }
-  throw new Error("expected a rejection");
-}
 
 describe("the original awrepl's cases", () => {
   test("exact stdout", async () => {

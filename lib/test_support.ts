@@ -3,6 +3,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { AwreplError } from "./errors.ts";
 
 /** Debian's real interpreter (python3 on PATH is a slow pyenv shim here). */
 export const PYTHON = process.env.AWREPL_TEST_PYTHON ?? "/usr/bin/python3";
@@ -30,4 +31,15 @@ export async function waitFor(check: () => boolean, timeoutMs = 5000, what = "co
     if (Date.now() > end) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+/** The AwreplError `promise` rejects with; anything else (a value, another error) fails the test. */
+export async function rejection(promise: Promise<unknown>): Promise<AwreplError> {
+  try {
+    await promise;
+  } catch (err) {
+    if (err instanceof AwreplError) return err;
+    throw new Error(`Expected an AwreplError, got ${String(err)}`);
+  }
+  throw new Error("Expected a rejection, got a value");
 }

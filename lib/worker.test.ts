@@ -1,8 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { AwreplError } from "./errors.ts";
 import { resolveInterpreter } from "./python.ts";
 import { runtimeLaunch } from "./runtime_source.ts";
-import { alive, PYTHON, tempHome, waitFor } from "./test_support.ts";
+import { alive, PYTHON, rejection, tempHome, waitFor } from "./test_support.ts";
 import { Worker, type WorkerOptions } from "./worker.ts";
 
 let tmp: ReturnType<typeof tempHome>;
@@ -27,15 +26,6 @@ async function startWorker(extra: Partial<WorkerOptions> = {}): Promise<Worker> 
   return w;
 }
 
-async function rejection(p: Promise<unknown>): Promise<AwreplError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(AwreplError);
-    return err as AwreplError;
-  }
-  throw new Error("expected a rejection");
-}
 
 describe("Worker", () => {
   test("handshakes and routes a cell's events to its handlers", async () => {
