@@ -76,6 +76,26 @@ describe("attach", () => {
     expect(await closeSession("busy", { home: h })).toBe(false);
   });
 
+  test("calls to one session run in arrival order across clients; a busy session delays no other", async () => {
+    const h = home();
+    await using a = await attach("ordered", { home: h, python: PYTHON });
+    await using b = await attach("ordered", { home: h, python: PYTHON });
+    await using other = await attach("other", { home: h, python: PYTHON });
+    await a.execute("order = []");
+    await other.execute("1");
+    const finished: string[] = [];
+    const track = (name: string, p: Promise<unknown>) => p.then(() => finished.push(name));
+    const first = track("first", a.execute("import time\ntime.sleep(1)\norder.append(1)"));
+    await waitFor(async () => (await listSessions({ home: h })).find((s) => s.name === "ordered")?.state === "busy");
+    const second = track("second", b.execute("order.append(2)"));
+    await waitFor(async () => (await listSessions({ home: h })).find((s) => s.name === "ordered")?.queued === 1);
+    const third = track("third", a.execute("order.append(3)"));
+    const elsewhere = track("elsewhere", other.execute("2 + 2"));
+    await Promise.all([first, second, third, elsewhere]);
+    expect(finished).toEqual(["elsewhere", "first", "second", "third"]);
+    expect((await b.execute("order")).value).toBe("[1, 2, 3]");
+  });
+
   test("calls that need no supervisor do not start one", async () => {
     const h = home();
     expect(await listSessions({ home: h })).toEqual([]);
