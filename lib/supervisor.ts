@@ -4,6 +4,8 @@
 // It exits on `stop`, on SIGTERM/SIGINT/SIGHUP, after idleExitMs with no sessions and no clients, or
 // when its socket is taken away; every exit closes every worker first. If it is SIGKILLed, the
 // workers see EOF on their stdin and exit by themselves (runtime.py).
+// Persistence (issue 5) plugs in at two places: Supervisor.shutdown (snapshot every session before
+// closing it) and Supervisor.startSession (restore a name's snapshot when it is created).
 import { chmodSync, lstatSync, mkdirSync, statSync, unlinkSync } from "node:fs";
 import { connect as netConnect, type Server, type Socket } from "node:net";
 import { dirname } from "node:path";
@@ -156,18 +158,26 @@ class Supervisor {
 
   private dispatch(conn: Connection, request: Exclude<ClientRequest, { op: "hello" } | { op: "stop" }>): void {
     const ok = (id: RequestId, value: unknown) => this.reply(conn, { type: "ok", id, value });
+    const later = (id: RequestId, value: Promise<unknown>) =>
+      value.then(
+        (v) => ok(id, v),
+        (err: unknown) => {
+          const error = asAwreplError(err);
+          this.reply(conn, { type: "error", id, code: error.code, message: error.message });
+        },
+      );
     switch (request.op) {
       case "interrupt":
-        void this.sessions.interrupt(request.session).then((interrupted) => ok(request.id, { interrupted }));
+        void later(request.id, this.sessions.interrupt(request.session).then((interrupted) => ({ interrupted })));
         return;
       case "cancel":
         ok(request.id, { cancelled: this.sessions.cancel(conn, request.target) });
         return;
       case "close":
-        void this.sessions.close(request.session).then((closed) => ok(request.id, { closed }));
+        void later(request.id, this.sessions.close(request.session).then((closed) => ({ closed })));
         return;
       case "close_all":
-        void this.sessions.closeAll().then((closed) => ok(request.id, { closed }));
+        void later(request.id, this.sessions.closeAll().then((closed) => ({ closed })));
         return;
       case "list":
         ok(request.id, this.sessions.list());
