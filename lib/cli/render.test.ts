@@ -109,3 +109,18 @@ describe("LiveEcho", () => {
     expect(written).toEqual(["aé"]);
   });
 });
+
+describe("a lost worker", () => {
+  test("is explained once, by the final exception line", () => {
+    const why = "The cell exceeded the 300 ms timeout; the worker was killed and the session's state was lost.";
+    const r = renderText(result({ status: "timeout", stdout: "partial\n", stderr: `warn\n[awrepl] ${why}\n`, exception: `TimeoutError: ${why}`, notice: why }));
+    expect(r.stdout).toBe("partial\n");
+    expect(r.stderr).toBe(`warn\nTimeoutError: ${why}\n`);
+  });
+
+  test("an earlier notice is kept", () => {
+    const why = "The Python worker exited with code 3; the session's state was lost.";
+    const r = renderText(result({ status: "died", stderr: `[awrepl] ${why}\n`, exception: `WorkerDied: ${why}`, notice: `Restarted after a timeout. ${why}` }));
+    expect(r.stderr).toBe(`awrepl: Restarted after a timeout.\nWorkerDied: ${why}\n`);
+  });
+});

@@ -32,8 +32,12 @@ export function renderJson(result: ExecResult): string {
 }
 
 export function renderText(result: ExecResult, options: RenderOptions = {}): Rendered {
+  // When a worker is lost, the session says why three times over — in stderr (for JSON readers), in
+  // the notice and in the exception. Text mode says it once: as the final `ExceptionType: message`.
+  const lost = result.status === "timeout" || result.status === "died" ? exceptionMessage(result.exception) : "";
   let out = remainder(result.stdout, options.echoed?.stdout);
   let err = remainder(result.stderr, options.echoed?.stderr);
+  if (lost && err.endsWith(`[awrepl] ${lost}\n`)) err = err.slice(0, err.length - lost.length - 10);
   for (const item of result.display) out = line(out, renderDisplay(item));
   if (result.value !== null) out = line(out, result.value);
   if (result.restored) {
@@ -41,12 +45,20 @@ export function renderText(result: ExecResult, options: RenderOptions = {}): Ren
     const failed = r.failed.length ? `; could not restore ${r.failed.map((f) => f.name).join(", ")}` : "";
     err = line(err, `awrepl: restored ${r.restored.length} name(s) from ${r.source}${failed}`);
   }
-  if (result.notice) err = line(err, `awrepl: ${result.notice}`);
+  const notice = lost && result.notice ? result.notice.replace(lost, "").trim() : result.notice;
+  if (notice) err = line(err, `awrepl: ${notice}`);
   if (result.status !== "ok") {
     const text = formatFailure(result, options.traceback ?? false);
     if (text) err = line(err, options.color ? colorLastLine(text) : text);
   }
   return { stdout: out, stderr: err };
+}
+
+/** The message part of `ExceptionType: message`. */
+function exceptionMessage(exception: string | null): string {
+  if (!exception) return "";
+  const colon = exception.indexOf(": ");
+  return colon >= 0 ? exception.slice(colon + 2) : "";
 }
 
 /** What is left of a stream after its live echo: the echo is a prefix of the kept text. */
