@@ -24,7 +24,8 @@ import { libraryFigures } from "./library.ts";
 import { memoryFigures } from "./memory.ts";
 import { renderRawTable, renderSummaryTable, SUMMARY_ROWS } from "./table.ts";
 
-type Section = { figures: Figures; skipped?: string };
+/** One script's figures; `text` is a script's own table when it cannot report figures as JSON. */
+type Section = { figures: Figures; skipped?: string; text?: string };
 
 const args = process.argv.slice(2);
 const smoke = args.includes("--smoke");
@@ -56,26 +57,26 @@ function jupyterSection(): Section {
 
 /**
  * A bench script owned by another module (runtime.ts, shell_call.ts). It is run as a subprocess so its
- * state cannot leak into ours; it prints its figures as one JSON object on its last stdout line.
+ * state cannot leak into ours; with --json it prints its figures as one JSON object on its last stdout
+ * line. A script that does not take --json yet is run again without it and its own text is shown.
  */
 function externalSection(script: string): Section {
   const path = join(REPO, "scripts/bench", script);
   if (!existsSync(path)) return { figures: {}, skipped: `${script} does not exist yet` };
   log(`running ${script}`);
-  const run = timeSpawn([BUN, path, "--json", ...(smoke ? ["--smoke"] : [])], {
-    cwd: REPO,
-    timeoutMs: smoke ? 120_000 : 1_800_000,
-    allowFailure: true,
-  });
-  process.stderr.write(run.stderr);
-  if (run.exitCode !== 0) return { figures: {}, skipped: `${script} exited with ${run.exitCode}` };
-  const last = run.stdout.trim().split("\n").pop() ?? "";
-  try {
+  const run = (extra: string[]) =>
+    timeSpawn([BUN, path, ...extra, ...(smoke ? ["--smoke"] : [])], { cwd: REPO, timeoutMs: smoke ? 120_000 : 1_800_000, allowFailure: true });
+  const json = run(["--json"]);
+  const last = json.stdout.trim().split("\n").pop() ?? "";
+  if (json.exitCode === 0 && last.startsWith("{")) {
+    process.stderr.write(json.stderr);
     return { figures: JSON.parse(last) as Figures };
-  } catch {
-    process.stderr.write(run.stdout);
-    return { figures: {}, skipped: `${script} did not end its output with a JSON line of figures` };
   }
+  log(`${script} --json gave no JSON line (exit ${json.exitCode}); running it without --json`);
+  const text = run([]);
+  process.stderr.write(text.stderr);
+  if (text.exitCode !== 0) return { figures: {}, skipped: `${script} exited with ${text.exitCode}` };
+  return { figures: {}, text: text.stdout.trimEnd() };
 }
 
 async function guarded(name: string, measure: () => Promise<Figures>): Promise<Section> {
@@ -131,6 +132,9 @@ console.log();
 console.log(renderSummaryTable(SUMMARY_ROWS, awrepl, jupyter));
 console.log();
 console.log(renderRawTable({ ...prefixed("awrepl", awrepl), ...prefixed("jupyter", jupyter) }));
+for (const [name, section] of Object.entries(sections)) {
+  if (section.text) console.log(`\n${name} (its own output):\n${section.text}`);
+}
 
 if (jsonOut) {
   writeFileSync(jsonOut, JSON.stringify({ machine: machine(), smoke, awrepl, jupyter, skipped: Object.fromEntries(Object.entries(sections).map(([k, v]) => [k, v.skipped ?? null])) }, null, 1));
