@@ -196,10 +196,14 @@ export function wireLines(
       lines = splitter.push(chunk);
     } catch (err) {
       error = err as Error;
-      socket.pause();
-      if (lastWords) socket.end(lastWords(err as RangeError) + "\n", () => socket.destroy());
-      else socket.destroy();
-      setTimeout(() => socket.destroy(), 1000).unref();
+      if (!lastWords) {
+        socket.destroy();
+        return;
+      }
+      // Say why, then half-close and keep discarding what the peer still sends: closing with unread
+      // data would reset the connection and the peer could lose the explanation.
+      socket.end(lastWords(err as RangeError) + "\n");
+      setTimeout(() => socket.destroy(), 5000).unref();
       return;
     }
     for (const line of lines) {
