@@ -366,3 +366,14 @@ describe("deadlines and closing while busy", () => {
     expect(r.notice).toContain("earlier state is gone");
   });
 });
+
+describe("the loss of state is always said", () => {
+  test("a tiny output limit cannot cut the timeout's message off", async () => {
+    const s = await start({ timeoutMs: 300, graceMs: 200, maxOutputBytes: 50 });
+    // The sleep lets the printed text ship before the C loop holds the GIL.
+    const r = await s.execute("import time\nprint('z' * 500, flush=True)\ntime.sleep(0.2)\nsum(range(10**12))", { timeoutMs: 600 });
+    expect(r.status).toBe("timeout");
+    expect(r.truncated).toBe(true);
+    expect(r.stderr).toEndWith("the session's state was lost. The next call starts a fresh worker.\n");
+  });
+});

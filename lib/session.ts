@@ -415,14 +415,12 @@ export class ReplSession implements Session {
     const duration_ms = performance.now() - start;
     this.cellsRun++;
     this.lastActiveAt = Date.now();
-    if (lostState) {
-      output.add("stderr", `[awrepl] ${lostState}\n`);
-      notice = notice ? `${notice} ${lostState}` : lostState;
-    }
+    if (lostState) notice = notice ? `${notice} ${lostState}` : lostState;
     const collected = output.result();
     const result: ExecResult = {
       stdout: collected.stdout,
-      stderr: collected.stderr,
+      // The loss is said after the output limit is applied, so truncation can never cut it off.
+      stderr: lostState ? `${collected.stderr}[awrepl] ${lostState}\n` : collected.stderr,
       value,
       exception,
       traceback,
