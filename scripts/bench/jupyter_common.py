@@ -56,22 +56,30 @@ def run_timed(argv, timeout_s=WAIT_S, env=None):
 
 
 def wait_connected(kc, timeout_s=WAIT_S):
-    """Ready as soon as kernel_info is answered on shell and IOPub delivers a message (no 0.2 s flush)."""
+    """Ready as soon as kernel_info is answered on shell and IOPub delivers a message (no 0.2 s flush).
+
+    A kernel_info sent before the kernel listens (or before our IOPub subscription is live) is asked
+    again; replies to earlier attempts are skipped, so a slow start cannot leave us one reply behind.
+    """
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         msg_id = kc.kernel_info()
-        try:
-            reply = kc.get_shell_msg(timeout=1)
-        except Empty:
-            continue
-        if reply["parent_header"].get("msg_id") != msg_id:
+        attempt_end = min(deadline, time.monotonic() + 1.0)
+        answered = False
+        while not answered and time.monotonic() < attempt_end:
+            try:
+                reply = kc.get_shell_msg(timeout=max(0.0, attempt_end - time.monotonic()))
+            except Empty:
+                break
+            answered = reply["parent_header"].get("msg_id") == msg_id
+        if not answered:
             continue
         try:
             kc.get_iopub_msg(timeout=0.5)  # any message proves our IOPub subscription is live
         except Empty:
             continue
         return
-    raise TimeoutError("Kernel did not answer kernel_info on shell and IOPub")
+    raise TimeoutError(f"Kernel did not answer kernel_info on shell and IOPub within {timeout_s} s")
 
 
 def run_cell(kc, code, timeout_s=WAIT_S, on_stream=None):
