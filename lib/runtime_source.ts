@@ -102,7 +102,12 @@ export async function runtimeBytecode(home: string, interpreter: Interpreter): P
   return job;
 }
 
-export type Launch = { argv: string[]; stdinPreamble?: Buffer };
+export type Launch = {
+  argv: string[];
+  stdinPreamble?: Buffer;
+  /** The cached bytecode this launch runs, if any (a caller can drop it when it fails to start). */
+  bytecode?: string;
+};
 
 /**
  * How to start a worker for `interpreter`: a local one runs the cached bytecode (or the source);
@@ -110,8 +115,9 @@ export type Launch = { argv: string[]; stdinPreamble?: Buffer };
  */
 export async function runtimeLaunch(home: string, interpreter: Interpreter, options: { bytecode?: boolean } = {}): Promise<Launch> {
   if (interpreter.local) {
-    const script = (options.bytecode !== false && (await runtimeBytecode(home, interpreter))) || (await runtimeFile(home));
-    return { argv: [...interpreter.argv, script] };
+    const pyc = options.bytecode === false ? null : await runtimeBytecode(home, interpreter);
+    if (pyc) return { argv: [...interpreter.argv, pyc], bytecode: pyc };
+    return { argv: [...interpreter.argv, await runtimeFile(home)] };
   }
   const src = await runtimeSource();
   const bootstrap = bootstrapLine(src.text);

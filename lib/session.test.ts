@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { truncationMarker } from "./output.ts";
 import { ReplSession } from "./session.ts";
@@ -297,6 +297,12 @@ describe("order, lifecycle and the rest of the interface", () => {
     expect((await rejection(ReplSession.start("../evil", { python: PYTHON, home: tmp.home }))).code).toBe("usage");
   });
 
+  test("a command that exits before its handshake is no_interpreter naming the exit", async () => {
+    const err = await rejection(ReplSession.start("x", { python: "env false", home: tmp.home }));
+    expect(err.code).toBe("no_interpreter");
+    expect(err.message).toContain("exited with code 1");
+  });
+
   test("a missing interpreter is no_interpreter", async () => {
     expect((await rejection(ReplSession.start("x", { python: "/nonexistent/python3", home: tmp.home }))).code).toBe("no_interpreter");
   });
@@ -375,5 +381,18 @@ describe("the loss of state is always said", () => {
     expect(r.status).toBe("timeout");
     expect(r.truncated).toBe(true);
     expect(r.stderr).toEndWith("the session's state was lost. The next call starts a fresh worker.\n");
+  });
+});
+
+describe("the runtime cache", () => {
+  test("a damaged bytecode cache is dropped and the source runs instead", async () => {
+    const first = await start({}, "first");
+    await first.close();
+    const dir = join(tmp.home, "runtime");
+    const pyc = readdirSync(dir).find((f) => f.endsWith(".pyc"));
+    expect(pyc).toBeDefined();
+    writeFileSync(join(dir, pyc as string), "garbage");
+    const s = await start({}, "second");
+    expect((await s.execute("6 * 7")).value).toBe("42");
   });
 });

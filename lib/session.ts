@@ -2,6 +2,7 @@
 // timeout escalation (interrupt at the deadline, kill the process group after the grace period), and a
 // fresh worker after a death, with the loss of state said in the next result's `notice`.
 // Calls run one at a time in arrival order; interrupt() bypasses the queue.
+import { rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { DisplayWriter } from "./display.ts";
 import { AwreplError } from "./errors.ts";
@@ -9,7 +10,7 @@ import { OutputCollector } from "./output.ts";
 import { ensurePrivateDir, SESSION_NAME, stateDir } from "./paths.ts";
 import type { DisplayItem, DoneEvent, ErrorEvent, ExecResult, ExecStatus, InspectInfo, NameFailure, RestoreReport } from "./protocol.ts";
 import { type Interpreter, resolveInterpreter } from "./python.ts";
-import { runtimeLaunch } from "./runtime_source.ts";
+import { type Launch, runtimeLaunch } from "./runtime_source.ts";
 import type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, SnapshotReport } from "./types.ts";
 import { describeExit, Worker, type WorkerExit } from "./worker.ts";
 
@@ -230,6 +231,18 @@ export class ReplSession implements Session {
 
   private async spawnWorker(): Promise<Worker> {
     const launch = await runtimeLaunch(this.home, this.interpreter);
+    try {
+      return await this.startWorker(launch);
+    } catch (err) {
+      // A damaged bytecode cache (truncated, another build's magic number) must not lock a user out:
+      // drop it and start from the source.
+      if (!launch.bytecode || !(err instanceof AwreplError) || err.code !== "no_interpreter") throw err;
+      rmSync(launch.bytecode, { force: true });
+      return this.startWorker(await runtimeLaunch(this.home, this.interpreter, { bytecode: false }));
+    }
+  }
+
+  private async startWorker(launch: Launch): Promise<Worker> {
     const worker = await Worker.start({
       argv: launch.argv,
       stdinPreamble: launch.stdinPreamble,
@@ -238,7 +251,8 @@ export class ReplSession implements Session {
       onUnclaimedOutput: (stream, text) => {
         (this.stray ??= new OutputCollector(this.maxOutputBytes)).add(stream, text);
       },
-      onExit: (exit) => this.onWorkerExit(worker, exit),
+      // The worker is passed in: it may exit before start() returns it.
+      onExit: (exit, exited) => this.onWorkerExit(exited, exit),
     });
     if (this.closed) {
       await worker.close(0);

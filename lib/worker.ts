@@ -30,7 +30,7 @@ export type WorkerOptions = {
   /** Output that belongs to no pending request (a background thread writing between cells). */
   onUnclaimedOutput?(stream: "stdout" | "stderr", text: string): void;
   /** Called once when the process has exited and every pending request has been rejected. */
-  onExit?(exit: WorkerExit): void;
+  onExit?(exit: WorkerExit, worker: Worker): void;
 };
 
 type Pending = {
@@ -359,7 +359,7 @@ export class Worker {
       this.readyWaiter = null;
       this.failPending(error);
       this.resolveExited(exit);
-      this.options.onExit?.(exit);
+      this.options.onExit?.(exit, this);
     };
     const stdout = this.child.stdout;
     if (!stdout || stdout.readableEnded || stdout.destroyed || spawnError) {
