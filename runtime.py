@@ -125,8 +125,8 @@ def _write_all(data):
 # Framing: JSON encoding, the write lock, the Python-level output batch
 # ---------------------------------------------------------------------------------------------
 
-_wlock = _thread.allocate_lock()
-_crit = 0  # main thread inside a frame write: SIGINT is deferred, never tears a frame
+_wlock = _thread.RLock()  # one frame at a time; the main thread holding it defers SIGINT
+_wlock_owned = _wlock._is_owned
 _kbi_deferred = False
 _enc = None
 _enc_ascii = None
@@ -144,6 +144,10 @@ def _init_json():
     _enc_ascii = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"),
                                   default=_json_default).encode
     _loads = json.loads
+    global _esc_ascii, _esc_utf8
+    from json.encoder import encode_basestring, encode_basestring_ascii
+    _esc_ascii = encode_basestring_ascii
+    _esc_utf8 = encode_basestring
 
 
 def _loads(s):  # replaced by _init_json
@@ -177,53 +181,103 @@ def _frame(obj):
         return s.encode("ascii") + b"\n"
 
 
-# Pending batch of Python-level writes from the live cell (main thread only).
+# Pending batch of Python-level writes from the live cell. Only the main thread appends, without
+# the lock (the GIL makes list.append atomic); flushers hold _wlock and remove exactly the parts
+# they ship (del parts[:n]), so a concurrent append is never lost.
 _bparts = []
 _bsize = 0
 _bchan = None
-_bid = None
-_bgen = 0
-_bstart = 0.0
+_bid = None  # the live cell's id while its batch is open, else None
 _timer_wake = _thread.allocate_lock()
 _timer_wake.acquire()
 _live_cell = None  # id of the execute request currently running
 BATCH_BYTES = 8192
 BATCH_SECONDS = 0.05
+_esc_ascii = None
+_esc_utf8 = None
+
+
+def _text_frame(chan, cid, text):
+    """A stdout/stderr frame built directly: the generic encoder is several times slower."""
+    if cid is None:
+        head = '{"event":"%s","id":null,"text":' % chan
+    else:
+        head = '{"event":"%s","id":%s,"text":' % (chan, _esc_ascii(cid))
+    if text.isascii():
+        return (head + _esc_ascii(text) + "}\n").encode("ascii")
+    try:
+        return (head + _esc_utf8(text) + "}\n").encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates
+        return (head + _esc_ascii(text) + "}\n").encode("ascii")
 
 
 def _flush_batch_locked():
-    global _bparts, _bsize
-    parts = _bparts
-    _bparts = []
+    global _bsize
+    n = len(_bparts)
+    if not n:
+        return
+    text = "".join(_bparts[:n])
+    del _bparts[:n]
     _bsize = 0
-    _write_all(_frame({"event": _bchan, "id": _bid, "text": "".join(parts)}))
+    _write_all(_text_frame(_bchan, _bid, text))
 
 
-def _crit_exit():
-    global _crit, _kbi_deferred
-    _crit -= 1
-    if _crit == 0 and _kbi_deferred:
+def _flush_batch():
+    with _wlock:
+        _flush_batch_locked()
+    if _kbi_deferred:
+        _retry_deferred_sigint()
+
+
+def _close_batch(data):
+    """The request ends: its batch ships, then data (result and done). Later writes carrying
+    its id (tasks outliving the cell) go unbatched."""
+    global _bid, _bchan
+    if _forked:
+        return
+    with _wlock:
+        _flush_batch_locked()
+        _bid = None
+        _bchan = None
+        if data:
+            _write_all(data)
+    if _kbi_deferred:
+        _retry_deferred_sigint()
+
+
+def _retry_deferred_sigint():
+    global _kbi_deferred
+    if _kbi_deferred and _thread.get_ident() == _main_ident and not _wlock_owned():
         _kbi_deferred = False
         _on_sigint(2, None)
 
 
-def _send(obj):
+def _send(obj, prefix=None):
     """Ship one event; a pending batch goes first so order within the channel holds."""
-    global _crit
     if _forked:
         return _send_forked(obj)
     data = _frame(obj)
-    main = _thread.get_ident() == _main_ident
-    if main:
-        _crit += 1
+    _write_event(data if prefix is None else prefix + data)
+
+
+def _write_event(data):
+    if _forked:
+        return _forked_write(data)
+    with _wlock:
+        if _bparts:
+            _flush_batch_locked()
+        _write_all(data)
+    if _kbi_deferred:
+        _retry_deferred_sigint()
+
+
+def _forked_write(frame):
+    """Decode a text frame back into raw output (a forked child's unbatched write)."""
     try:
-        with _wlock:
-            if _bparts:
-                _flush_batch_locked()
-            _write_all(data)
-    finally:
-        if main:
-            _crit_exit()
+        obj = _loads(frame.decode("utf-8"))
+    except ValueError:
+        return
+    _send_forked(obj)
 
 
 def _send_forked(obj):
@@ -236,52 +290,29 @@ def _send_forked(obj):
             pass
 
 
-def _stream_write(chan, s):
-    global _crit, _bparts, _bsize, _bchan, _bid, _bgen, _bstart
-    if _forked:
-        return _send_forked({"event": chan, "text": s})
-    cid = _cell_get(None)
-    if cid is not None and cid == _live_cell and _thread.get_ident() == _main_ident:
-        _crit += 1
-        try:
-            with _wlock:
-                if _bparts and (chan != _bchan or cid != _bid):
-                    _flush_batch_locked()
-                if not _bparts:
-                    _bchan = chan
-                    _bid = cid
-                    _bgen += 1
-                    _bstart = _monotonic()
-                    if _timer_wake.locked():
-                        _timer_wake.release()
-                _bparts.append(s)
-                _bsize += len(s)
-                if _bsize >= BATCH_BYTES:
-                    _flush_batch_locked()
-        finally:
-            _crit_exit()
-    else:
-        _send({"event": chan, "id": cid, "text": s})
+def _batch_open(chan, cid, s):
+    """Slow path of a live-cell write: (re)open the batch for this channel, then append."""
+    global _bchan, _bid, _bsize
+    with _wlock:
+        _flush_batch_locked()
+        _bchan = chan
+        _bid = cid
+        _bparts.append(s)
+        _bsize = len(s)
+    if _kbi_deferred:
+        _retry_deferred_sigint()
 
 
 def _batch_timer():
-    """Ships a batch 50 ms after it started even when the cell stops printing."""
+    """While a cell runs, ship its batch every 50 ms even when the cell stops printing."""
     import time
     while True:
-        _timer_wake.acquire()
-        while True:
-            with _wlock:
-                gen, start, pending = _bgen, _bstart, bool(_bparts)
-            if not pending:
-                break
-            delay = start + BATCH_SECONDS - _monotonic()
-            if delay > 0:
-                time.sleep(delay)
-                continue
-            with _wlock:
-                if _bgen == gen and _bparts:
+        _timer_wake.acquire()  # released when an execute starts
+        while _live_cell is not None or _bparts:
+            time.sleep(BATCH_SECONDS)
+            if _bparts:
+                with _wlock:
                     _flush_batch_locked()
-            break
 
 
 # ---------------------------------------------------------------------------------------------
@@ -306,10 +337,22 @@ def _make_stream_class():
             self.name = "<%s>" % chan
 
         def write(self, s):
-            if not isinstance(s, str):
-                raise TypeError("write() argument must be str, not %s" % type(s).__name__)
+            if type(s) is not str:
+                if not isinstance(s, str):
+                    raise TypeError("write() argument must be str, not %s" % type(s).__name__)
+                s = str.__str__(s)
             if s:
-                _stream_write(self._chan, s)
+                global _bsize
+                cid = _cell_get(None)
+                if cid is _bid and cid is not None and self._chan is _bchan:
+                    _bparts.append(s)  # the live cell's open batch: the hot path
+                    _bsize += len(s)
+                    if _bsize >= BATCH_BYTES:
+                        _flush_batch()
+                elif cid is not None and cid == _live_cell:
+                    _batch_open(self._chan, cid, s)
+                else:  # user threads, tasks outliving their cell: shipped at once
+                    _write_event(_text_frame(self._chan, cid, s))
             return len(s)
 
         def writable(self):
@@ -392,7 +435,7 @@ def _pump_loop(p):
                 data = data[:-k]
         text = decoder.decode(data)
         if text:
-            _send({"event": p.chan, "id": None, "text": text})
+            _write_event(_text_frame(p.chan, None, text))
         if fences:
             p.seen += fences
             if p.wake.locked():
@@ -465,7 +508,7 @@ def _libc_fflush():
 
 class _Req(object):
     __slots__ = ("msg", "id", "type", "kbi", "pending", "in_user", "task", "done", "failed",
-                 "cancelled", "extra")
+                 "cancelled", "result")
 
     def __init__(self, msg):
         self.msg = msg
@@ -478,7 +521,7 @@ class _Req(object):
         self.done = False
         self.failed = False
         self.cancelled = False  # its task was cancelled on behalf of an interrupt
-        self.extra = None
+        self.result = None  # the result frame, written together with done (one syscall)
 
 
 _slock = _thread.allocate_lock()
@@ -517,6 +560,8 @@ def _activate(r):
             pass
     if r.type == "execute":
         _live_cell = r.id
+        if _timer_wake.locked():
+            _timer_wake.release()  # the batch timer ticks while the cell runs
     return r.kbi
 
 
@@ -580,8 +625,8 @@ def _on_sigint(signum, frame):
     if s is not None and s is not r:
         return  # meant for a request that has finished since
     r.kbi = True
-    if _crit:
-        _kbi_deferred = True  # mid-frame: retried when the frame is written
+    if _wlock_owned():
+        _kbi_deferred = True  # mid-frame: retried once the frame is written
         return
     t = r.task
     if _loop is None or t is None:
@@ -667,11 +712,11 @@ def _safe_str(e):
         return "<unprintable %s>" % type(e).__name__
 
 
-def _send_error(rid, e, extra_lines=()):
+def _send_error(rid, e, extra_lines=(), prefix=None):
     tb = _format_exc(e)
     tb.extend(extra_lines)
     _send({"event": "error", "id": rid, "ename": type(e).__name__, "evalue": _safe_str(e),
-           "traceback": tb})
+           "traceback": tb}, prefix)
 
 
 def _fail(r, e, code=None):
@@ -695,7 +740,8 @@ def _fail(r, e, code=None):
         if len(_fail_history) > 256:
             _fail_history.clear()
         _fail_history[key] = ((prev[0] if prev else 0) + 1, type(e).__name__)
-    _send_error(r.id, e, extra)
+    prefix, r.result = r.result, None  # a result already made still precedes the error
+    _send_error(r.id, e, extra, prefix)
 
 
 def _remedies(e):  # replaced below by the signatures module section
@@ -799,7 +845,7 @@ def _complete(r, value):
         text = repr(value)
     finally:
         r.in_user = False
-    _send({"event": "result", "id": r.id, "text": text})
+    r.result = _frame({"event": "result", "id": r.id, "text": text})
 
 
 def _finish(r, extra=None, status=None):
@@ -826,8 +872,10 @@ def _finish(r, extra=None, status=None):
         msg.update(extra)
     _live_cell = None
     r.done = True
-    if r.id is not None:
-        _send(msg)
+    data = _frame(msg) if r.id is not None else b""
+    if r.result is not None:
+        data = r.result + data
+    _close_batch(data)
     with _slock:
         if _active is r:
             _active = None
@@ -1876,9 +1924,13 @@ _signal = None
 
 
 def _after_fork_in_child():
-    global _forked, _serving
+    global _forked, _serving, _live_cell, _bid, _bsize
     _forked = True
     _serving = False
+    _live_cell = None  # nothing batches in the child: every write takes the raw path
+    _bid = None
+    del _bparts[:]  # the parent ships its own copy
+    _bsize = 0
 
 
 def main():

@@ -78,4 +78,16 @@ describe("channels", () => {
     const late = await rt.waitFor((e) => e.event === "stdout" && e.text === "late");
     expect(late.id).toBe(b.done.id);
   });
+
+  test("a pending batch ships after at most ~50 ms while the cell keeps running", async () => {
+    const rt = await Runtime.start();
+    const id = rt.newId("slow");
+    const start = rt.events.length;
+    rt.send({ type: "execute", id, code: "import time\nprint('early')\ntime.sleep(3)" });
+    const ev = await rt.waitFor((e) => e.event === "stdout" && e.id === id, 2000, start);
+    expect(ev.text).toBe("early\n");
+    expect(rt.events.some((e) => e.event === "done" && e.id === id)).toBe(false);
+    rt.send({ type: "interrupt", id });
+    await rt.waitFor((e) => e.event === "done" && e.id === id, 5000, start);
+  });
 });
