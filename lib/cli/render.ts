@@ -198,13 +198,41 @@ export class LiveEcho {
   }
 }
 
-/** Writes to stdout/stderr and resolves once the text is handed to the OS (so exit loses nothing). */
+const closedStreams = new Set<"stdout" | "stderr">();
+let guarded = false;
+
+/**
+ * Writes to stdout/stderr and resolves once the text is handed to the OS (so exit loses nothing).
+ * A reader that went away (`awrepl run ... | head -1`: EPIPE) is not an error of the cell: later
+ * output to that stream is dropped quietly and the exit status stays the cell's.
+ */
 export function writeStream(stream: "stdout" | "stderr", text: string): Promise<void> {
-  if (text === "") return Promise.resolve();
+  if (text === "" || closedStreams.has(stream)) return Promise.resolve();
+  if (!guarded) {
+    guarded = true;
+    process.stdout.on("error", (err) => streamFailed("stdout", err));
+    process.stderr.on("error", (err) => streamFailed("stderr", err));
+  }
   const target = stream === "stdout" ? process.stdout : process.stderr;
   return new Promise((resolve) => {
-    target.write(text, () => resolve());
+    try {
+      target.write(text, (err) => {
+        if (err) streamFailed(stream, err);
+        resolve();
+      });
+    } catch (err) {
+      streamFailed(stream, err);
+      resolve();
+    }
   });
+}
+
+function streamFailed(stream: "stdout" | "stderr", err: unknown): void {
+  closedStreams.add(stream);
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (code !== "EPIPE" && code !== "ERR_STREAM_DESTROYED" && stream === "stdout" && !closedStreams.has("stderr")) {
+    process.stderr.write(`awrepl: cannot write to stdout: ${(err as Error)?.message ?? String(err)}\n`);
+  }
 }
 
 export async function writeRendered(r: Rendered): Promise<void> {

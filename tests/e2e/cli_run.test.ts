@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { run, withHome } from "./helpers.ts";
+import { run, start, withHome } from "./helpers.ts";
 
 describe("awrepl run: output", () => {
   test("prints the cell's stdout exactly", () =>
@@ -128,5 +128,17 @@ describe("awrepl run --json", () => {
       expect(result.exception).toBe("ZeroDivisionError: division by zero");
       expect(result.traceback).toContain("ZeroDivisionError");
       expect(result.value).toBeNull();
+    }));
+});
+
+describe("awrepl run: the reader goes away", () => {
+  test("a closed stdout (`| head -1`) is not a crash: no EPIPE trace, the cell's exit status", () =>
+    withHome(async (home) => {
+      const p = await start(["run", "--max-output", "10000000", "import time\nfor i in range(200000):\n    print(i)\n    if i == 10: time.sleep(0.2)"], { home });
+      await p.waitForStdout("0\n", 15_000);
+      p.child.stdout?.destroy();
+      const r = await p.result;
+      expect(r.code).toBe(0);
+      expect(r.stderr).not.toContain("EPIPE");
     }));
 });
