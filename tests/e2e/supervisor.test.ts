@@ -4,6 +4,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, statSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
+import { processAlive } from "../../lib/supervisor_lock.ts";
 import { AWREPL_VERSION, SUPERVISOR_PROTOCOL } from "../../lib/supervisor_paths.ts";
 import { socketPath } from "../../lib/transport.ts";
 import { cleanupHome, makeHome, processesOf, run, start, waitForNoProcesses } from "./helpers.ts";
@@ -44,14 +45,8 @@ function supervisorsOf(h: string): number[] {
   });
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+/** Alive and not a zombie (a detached supervisor is reaped by init, maybe late). */
+const alive = processAlive;
 
 async function waitUntil(what: string, cond: () => boolean, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
