@@ -1,6 +1,6 @@
 // `awrepl run` end to end: the compiled binary, a real /usr/bin/python3, no supervisor (ephemeral).
 import { describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { run, start, withHome } from "./helpers.ts";
 
@@ -69,6 +69,26 @@ describe("awrepl run: output", () => {
       const result = JSON.parse(json.stdout);
       expect(result.truncated).toBe(true);
       expect(result.truncated_bytes).toBe(502 - 50);
+    }));
+});
+
+describe("awrepl run: display data", () => {
+  test("text is printed inline, binary is written to a file whose path is printed", () =>
+    withHome(async (home) => {
+      const cell = "import awrepl, base64\nawrepl.emit({'text/plain': '<Figure 1>', 'image/png': base64.b64encode(b'PNGDATA').decode()})\n'after'";
+      const r = await run(["run", cell], { home });
+      expect(r.code).toBe(0);
+      const lines = r.stdout.trimEnd().split("\n");
+      expect(lines[0]).toBe("<Figure 1>");
+      const m = /^\[image\/png\] (.+\.png)$/.exec(lines[1] ?? "");
+      expect(m).not.toBeNull();
+      expect(m?.[1]).toStartWith(home);
+      expect(readFileSync(m?.[1] as string, "utf8")).toBe("PNGDATA");
+      expect(lines[2]).toBe("'after'");
+      const json = JSON.parse((await run(["run", "--json", cell], { home })).stdout);
+      expect(json.display).toHaveLength(1);
+      expect(json.display[0]["text/plain"]).toBe("<Figure 1>");
+      expect(readFileSync(json.display[0]["image/png"], "utf8")).toBe("PNGDATA");
     }));
 });
 
