@@ -27,6 +27,9 @@ export async function serve(ctx: CliContext, flags: ServeOptions): Promise<numbe
   const home = stateDir(ctx.env);
   const options: SessionOptions = { timeoutMs, maxOutputBytes, graceMs: config.graceMs, python: flags.python ?? config.python, cwd: process.cwd(), home };
   const session: Session = name !== undefined ? await attach(name, { ...options, clientEnv: ctx.env }) : await ReplSession.start(UNNAMED_ID, options);
+  // attach() makes no round trip; the first call creates the session, so a bad interpreter is
+  // reported now, before the banner, and the banner can say which Python runs it.
+  if (name !== undefined) await session.isComplete("");
 
   const term = new Terminal(process.stdout, process.stderr, makeStyle(Boolean(process.stdout.isTTY), ctx.env));
   const run: ServeRun = { session, name, term, state: { timeoutMs, maxOutputBytes } };
@@ -55,15 +58,22 @@ export async function serve(ctx: CliContext, flags: ServeOptions): Promise<numbe
   }
 }
 
-/** "Python 3.11.2" for the banner, or the interpreter command when only that is known. */
+/** "Python 3.11.2 (/usr/bin/python3)" for the banner, or as much of it as is known. */
 async function describePython(session: Session, name: string | undefined, env: NodeJS.ProcessEnv): Promise<string | undefined> {
-  let python: string | null | undefined;
+  let command: string | undefined;
+  let version: string | null | undefined;
   if (session instanceof ReplSession) {
     const info = session.info();
-    python = info.pythonVersion ?? info.python;
+    command = info.python;
+    version = info.pythonVersion;
   } else {
-    python = (await listSessions({ env }).catch(() => [])).find((s) => s.name === name)?.python;
+    // The supervisor lists it as "COMMAND (VERSION)".
+    const listed = (await listSessions({ env }).catch(() => [])).find((s) => s.name === name)?.python;
+    const m = listed ? /^(.*) \(([^()]*)\)$/.exec(listed) : null;
+    command = m ? m[1] : listed;
+    version = m?.[2];
   }
-  if (!python) return undefined;
-  return /^\d+\.\d+/.test(python) ? `Python ${python.split(/\s/)[0]}` : python;
+  version = version?.split(/\s/)[0];
+  if (version && command) return `Python ${version} (${command})`;
+  return version ? `Python ${version}` : command;
 }

@@ -3,7 +3,7 @@
 // tmux server, both torn down afterwards.
 import { afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { awreplBinary, cleanupHome, makeHome, run, testEnv } from "./helpers.ts";
-import { count, TmuxPane } from "./serve_tmux.ts";
+import { prompts, TmuxPane } from "./serve_tmux.ts";
 
 let binary = "";
 let home = "";
@@ -27,21 +27,27 @@ function serve(args: string[] = [], options: { width?: number; env?: Record<stri
   return pane;
 }
 
-const PROMPT = /^>>> $/m;
+const PROMPT = /^>>>$/m;
+
+/** Waits for the n-th primary prompt with the cursor on it, ready for input. */
+async function ready(pane: TmuxPane, n: number): Promise<void> {
+  await pane.waitFor((s) => prompts(s) >= n);
+  await pane.waitForCursorAfter(">>> ");
+}
 
 describe("serve in a terminal", () => {
   test("a multi-line def continues with its indent pre-filled, ends at a blank line, and runs", async () => {
     const pane = serve();
-    await pane.waitFor(PROMPT);
+    await ready(pane, 1);
     pane.type("def add(a, b):");
     pane.keys("Enter");
     // The runtime says the cell is incomplete: a continuation prompt with the block's indent typed in.
-    await pane.waitFor((s) => s.endsWith("...     "));
+    await pane.waitForCursorAfter("...     ");
     pane.type("return a + b");
     pane.keys("Enter");
-    await pane.waitFor((s) => s.endsWith("...     "));
+    await pane.waitForCursorAfter("...     ");
     pane.keys("Enter");
-    await pane.waitFor((s) => count(s, ">>> ") === 2);
+    await ready(pane, 2);
     pane.type("add(2, 3) * 7");
     pane.keys("Enter");
     const screen = await pane.waitFor(/^35$/m);
@@ -50,16 +56,16 @@ describe("serve in a terminal", () => {
 
   test("Tab completes a keyword and a name from the live namespace", async () => {
     const pane = serve();
-    await pane.waitFor(PROMPT);
+    await ready(pane, 1);
     pane.type("impo");
     pane.keys("Tab");
-    await pane.waitFor((s) => /^>>> import ?$/m.test(s));
+    await pane.waitFor(/^>>> import$/m);
     pane.type(" collections");
     pane.keys("Enter");
-    await pane.waitFor((s) => count(s, ">>> ") === 2);
+    await ready(pane, 2);
     pane.type("unusual_name_for_completion = 7");
     pane.keys("Enter");
-    await pane.waitFor((s) => count(s, ">>> ") === 3);
+    await ready(pane, 3);
     pane.type("unusual_na");
     pane.keys("Tab");
     await pane.waitFor(/^>>> unusual_name_for_completion$/m);
@@ -73,15 +79,15 @@ describe("serve in a terminal", () => {
 
   test("history is kept per session and recalled with Up in the next serve run", async () => {
     const first = serve(["-s", "hist"]);
-    await first.waitFor(PROMPT);
+    await ready(first, 1);
     first.type("marker_value = 41");
     first.keys("Enter");
-    await first.waitFor((s) => count(s, ">>> ") === 2);
+    await ready(first, 2);
     first.keys("C-d");
     await first.waitFor("[exit 0]");
 
     const second = serve(["-s", "hist"]);
-    await second.waitFor(PROMPT);
+    await ready(second, 1);
     second.keys("Up");
     await second.waitFor(/^>>> marker_value = 41$/m);
     second.keys("C-u");
@@ -94,24 +100,24 @@ describe("serve in a terminal", () => {
 
     // Another session's history is its own.
     const other = serve(["-s", "other"]);
-    await other.waitFor(PROMPT);
+    await ready(other, 1);
     other.keys("Up");
     await Bun.sleep(300);
-    expect(other.cursorLine()).toBe(">>> ");
+    expect(other.cursor().before).toBe(">>> ");
   }, 90_000);
 
   test("Ctrl-C interrupts `while True: pass` and the session keeps its state", async () => {
     const pane = serve();
-    await pane.waitFor(PROMPT);
+    await ready(pane, 1);
     pane.type("kept = 'still here'");
     pane.keys("Enter");
-    await pane.waitFor((s) => count(s, ">>> ") === 2);
+    await ready(pane, 2);
     pane.type("while True: pass");
     pane.keys("Enter");
     await Bun.sleep(500); // let it spin
     pane.keys("C-c");
     await pane.waitFor(/KeyboardInterrupt/);
-    await pane.waitFor((s) => s.endsWith(">>> "));
+    await ready(pane, 3);
     pane.type("kept.upper()");
     pane.keys("Enter");
     await pane.waitFor("'STILL HERE'");
@@ -119,7 +125,7 @@ describe("serve in a terminal", () => {
 
   test("Ctrl-C at the prompt abandons the line being typed", async () => {
     const pane = serve();
-    await pane.waitFor(PROMPT);
+    await ready(pane, 1);
     pane.type("this would be a syntax error");
     pane.keys("C-c");
     await pane.waitFor("this would be a syntax error^C");
@@ -133,11 +139,11 @@ describe("serve in a terminal", () => {
     const pane = serve(["-s", "stays"]);
     const banner = await pane.waitFor(PROMPT);
     expect(banner).toContain("session stays");
-    expect(banner).toMatch(/Python 3\.\d+/);
+    expect(banner).toMatch(/Python 3\.\d+\.\d+ \(\/usr\/bin\/python3\)/);
     expect(banner).toContain("Ctrl-D");
     pane.type("answer = 6 * 7");
     pane.keys("Enter");
-    await pane.waitFor((s) => count(s, ">>> ") === 2);
+    await ready(pane, 2);
     pane.keys("C-d");
     const screen = await pane.waitFor("[exit 0]");
     expect(screen).toContain("keeps running");
@@ -148,7 +154,7 @@ describe("serve in a terminal", () => {
 
   test("Ctrl-D ends an unnamed session's worker", async () => {
     const pane = serve();
-    await pane.waitFor(PROMPT);
+    await ready(pane, 1);
     pane.type("import os; os.getpid()");
     pane.keys("Enter");
     const screen = await pane.waitFor(/^\d+$/m);
@@ -163,10 +169,10 @@ describe("serve in a terminal", () => {
 
   test("meta commands: :vars, :inspect, :reset, :help, :quit", async () => {
     const pane = serve();
-    await pane.waitFor(PROMPT);
+    await ready(pane, 1);
     pane.type("numbers = [3, 1, 2]");
     pane.keys("Enter");
-    await pane.waitFor((s) => count(s, ">>> ") === 2);
+    await ready(pane, 2);
     pane.type(":vars");
     pane.keys("Enter");
     await pane.waitFor(/^numbers\s+(list: )?\[3, 1, 2\]$/m);
@@ -193,10 +199,10 @@ describe("serve in a terminal", () => {
 
   test("an exception shows its traceback and the REPL goes on", async () => {
     const pane = serve();
-    await pane.waitFor(PROMPT);
+    await ready(pane, 1);
     pane.type("def boom(): return 1 / 0");
     pane.keys("Enter", "Enter");
-    await pane.waitFor((s) => count(s, ">>> ") >= 2);
+    await ready(pane, 2);
     pane.type("boom()");
     pane.keys("Enter");
     const screen = await pane.waitFor("ZeroDivisionError: division by zero");
@@ -205,16 +211,16 @@ describe("serve in a terminal", () => {
     pane.type("print('after', end='')");
     pane.keys("Enter");
     // Output that leaves its line open does not swallow the next prompt.
-    await pane.waitFor(/^after\n>>> $/m);
+    await pane.waitFor(/^after\n>>>$/m);
   }, 60_000);
 
   test("NO_COLOR: no colour at all; without it the prompt is coloured", async () => {
     const plain = serve([], { env: { NO_COLOR: "1" } });
-    await plain.waitFor(PROMPT);
+    await ready(plain, 1);
     expect(plain.screen(true)).not.toMatch(/\x1b\[[0-9;]*m/);
     const colored = serve([], { env: { NO_COLOR: undefined } });
-    await colored.waitFor(PROMPT);
-    expect(colored.screen(true)).toMatch(/\x1b\[[0-9;]*m>>> /);
+    await ready(colored, 1);
+    expect(colored.screen(true)).toMatch(/\x1b\[[0-9;]*m>>>/);
   }, 60_000);
 
   test("a 40-column terminal: banner and help wrap between words, not through them", async () => {

@@ -51,10 +51,22 @@ export class TmuxPane {
     }
   }
 
-  /** The line the cursor is on (what is being typed at the prompt). */
-  cursorLine(): string {
-    const y = Number(this.tmux("display-message", "-p", "-t", "0", "#{cursor_y}").trim());
-    return this.tmux("capture-pane", "-p", "-t", "0").split("\n")[y] ?? "";
+  /** Where the cursor is, and the text of its line up to the cursor (trailing spaces included). */
+  cursor(): { x: number; y: number; before: string } {
+    const [x = 0, y = 0] = this.tmux("display-message", "-p", "-t", "0", "#{cursor_x} #{cursor_y}").trim().split(" ").map(Number);
+    const line = this.tmux("capture-pane", "-p", "-t", "0").split("\n")[y] ?? "";
+    return { x, y, before: line.padEnd(x).slice(0, x) };
+  }
+
+  /** Waits until the text before the cursor is `before` exactly (a prompt, a pre-filled indent). */
+  async waitForCursorAfter(before: string, timeoutMs = 20_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const c = this.cursor();
+      if (c.before === before) return;
+      if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for the cursor after ${JSON.stringify(before)}; it is after ${JSON.stringify(c.before)}; the screen shows:\n${this.screen()}`);
+      await Bun.sleep(50);
+    }
   }
 
   /** Ends the tmux server and everything in it. */
@@ -69,7 +81,7 @@ export class TmuxPane {
   }
 }
 
-/** Counts occurrences of `needle` in `haystack`. */
-export function count(haystack: string, needle: string): number {
-  return haystack.split(needle).length - 1;
+/** How many primary prompts the screen shows (capture-pane drops trailing spaces, so ">>>" counts). */
+export function prompts(screen: string): number {
+  return screen.split("\n").filter((line) => line.startsWith(">>>")).length;
 }
