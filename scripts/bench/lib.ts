@@ -38,7 +38,7 @@ export function figure(unit: string, samples: number[], note?: string): Figure {
   return note ? { unit, samples, note } : { unit, samples };
 }
 
-export type TimedRun = { ms: number; exitCode: number | null; stdout: string; stderr: string; maxRssMiB: number };
+export type TimedRun = { ms: number; exitCode: number | null; stdout: string; stderr: string };
 
 /**
  * Spawns argv and waits with a blocking wait (Bun.spawnSync: the thread sleeps in waitpid, no polling),
@@ -65,8 +65,28 @@ export function timeSpawn(
   if (proc.exitCode !== 0 && !options.allowFailure) {
     throw new Error(`${argv.join(" ")} exited with ${proc.exitCode ?? proc.signalCode}: ${stderr.slice(-2000)}`);
   }
-  const maxRssMiB = (proc.resourceUsage?.maxRSS ?? 0) / 2 ** 20;
-  return { ms, exitCode: proc.exitCode, stdout, stderr, maxRssMiB };
+  return { ms, exitCode: proc.exitCode, stdout, stderr };
+}
+
+// Bun's resourceUsage.maxRSS (like getrusage after vfork+exec) starts from the PARENT's peak, so a
+// child of a bench process that holds 100 MB looks 100 MB big. This wrapper forks from a small Python,
+// execs the command, and reports the child's ru_maxrss from wait4 on its last stderr line.
+const PEAK_RSS_WRAPPER = [
+  "import os, sys",
+  "pid = os.fork()",
+  "if pid == 0:",
+  "    os.execv(sys.argv[1], sys.argv[1:])",
+  "_, status, usage = os.wait4(pid, 0)",
+  "sys.stderr.write('\\npeak_rss_kib=%d\\n' % usage.ru_maxrss)",
+  "sys.exit(os.waitstatus_to_exitcode(status))",
+].join("\n");
+
+/** Runs argv once under the fork/exec wrapper and returns its peak RSS in MiB (its own, not ours). */
+export function peakRssMiB(argv: string[], options: Parameters<typeof timeSpawn>[1] = {}): number {
+  const run = timeSpawn([PYTHON, "-c", PEAK_RSS_WRAPPER, ...argv], options);
+  const match = /peak_rss_kib=(\d+)\s*$/.exec(run.stderr);
+  if (!match) throw new Error(`No peak RSS reported for ${argv.join(" ")}`);
+  return Number(match[1]) / 1024;
 }
 
 /** `/usr/bin/python3 -c pass`, the baseline every shell-call and start-up figure is divided by. */

@@ -14,6 +14,7 @@ import {
   type Figures,
   figure,
   log,
+  peakRssMiB,
   procStatusMiB,
   processesWithHome,
   PYTHON,
@@ -162,15 +163,16 @@ export async function libraryFigures(options: BenchOptions = {}): Promise<Figure
       const cellFile = join(home, "big_cell.py");
       writeFileSync(cellFile, cell);
       const cliSpeeds: number[] = [];
-      const cliPeaks: number[] = [];
+      const cliCall = [AWREPL_BIN, "-s", "remote", "run", "-f", cellFile];
       for (let i = 0; i < (smoke ? 1 : 3); i++) {
         log(`cli: cell printing ${bytes / 1e6} MB`);
-        const run = timeSpawn([AWREPL_BIN, "-s", "remote", "run", "-f", cellFile], { env, timeoutMs: 600_000 });
+        const run = timeSpawn(cliCall, { env, timeoutMs: 600_000 });
         cliSpeeds.push(bytes / 1e6 / (run.ms / 1000));
-        cliPeaks.push(run.maxRssMiB);
       }
       figures.cli_big_output_mb_per_s = figure("MB/s", cliSpeeds, "whole `awrepl -s s run -f cell.py` call");
-      figures.cli_big_output_client_peak_rss_mib = figure("MiB", cliPeaks);
+      const clientPeak = peakRssMiB(cliCall, { env, timeoutMs: 600_000 });
+      const versionPeak = peakRssMiB([AWREPL_BIN, "--version"]);
+      figures.cli_big_output_client_peak_rss_mib = figure("MiB", [clientPeak], `awrepl --version alone peaks at ${versionPeak.toFixed(1)} MiB`);
       const hwm = procStatusMiB(pid, "VmHWM");
       figures.big_output_supervisor_peak_rss_mib = figure("MiB", hwm === null ? [] : [hwm], "VmHWM over the big-output cells");
       if (hwm !== null && rssBefore !== null) {
