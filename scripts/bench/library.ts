@@ -178,6 +178,15 @@ export async function libraryFigures(options: BenchOptions = {}): Promise<Figure
       if (hwm !== null && rssBefore !== null) {
         figures.big_output_supervisor_rss_growth_mib = figure("MiB", [hwm - rssBefore], "VmHWM over the big-output cells − VmRSS before them");
       }
+      if (!smoke && hwm !== null) {
+        // Bounded means the peak does not follow the output's size: three times as much output must
+        // not raise it by more than GC slack.
+        log("attach: cell printing 300 MB");
+        const result = await withTimeout(remote.execute(bigOutputCell(3 * bytes), { timeoutMs: 0 }), 600_000, "the 300 MB cell");
+        if (result.status !== "ok") throw new Error(`300 MB cell ended ${result.status}`);
+        const after = procStatusMiB(pid, "VmHWM");
+        if (after !== null) figures.big_output_supervisor_peak_growth_300mb_mib = figure("MiB", [after - hwm], "extra supervisor peak from one 300 MB cell after the 100 MB ones");
+      }
     } finally {
       await remote.close();
     }
