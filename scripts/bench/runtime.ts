@@ -1,20 +1,24 @@
-// Runtime benchmark (issue 2): every figure against `python -c pass` of the same interpreter,
-// measured in the same run. Usage: npx bun scripts/bench/runtime.ts [--python P] [--smoke]
+// Runtime benchmark (issue 2): runtime.py spoken to directly over its pipes, every start-up figure
+// against `python -c pass` of the same interpreter measured interleaved in the same run.
+// Usage: npx bun scripts/bench/runtime.ts [--python P] [--smoke] [--json]
+// --json prints the raw figures as one JSON object on the last line (scripts/bench/all.ts reads it).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { type Figures, figure, percentile, summarize, timeSpawn } from "./lib.ts";
 
 const RUNTIME = fileURLToPath(new URL("../../runtime.py", import.meta.url));
 
-type Args = { python: string; smoke: boolean };
+type Args = { python: string; smoke: boolean; json: boolean };
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { python: process.env.AWREPL_TEST_PYTHON || "/usr/bin/python3", smoke: false };
+  const args: Args = { python: process.env.AWREPL_TEST_PYTHON || "/usr/bin/python3", smoke: false, json: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === "--smoke") args.smoke = true;
+    else if (a === "--json") args.json = true;
     else if (a === "--python") {
       const v = argv[++i];
       if (!v) throw new Error("--python needs a value");
@@ -25,11 +29,8 @@ function parseArgs(argv: string[]): Args {
 }
 
 const now = () => performance.now();
-const median = (xs: number[]) => quantile(xs, 0.5);
-function quantile(xs: number[], q: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
-}
+const median = (xs: number[]) => summarize(xs).p50;
+const p99 = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 99);
 
 function waitExit(p: ChildProcess): Promise<void> {
   return new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r() : p.once("exit", () => r())));
@@ -72,12 +73,7 @@ class Rt {
   }
 }
 
-async function timePass(python: string): Promise<number> {
-  const t = now();
-  const p = spawn(python, ["-c", "pass"], { stdio: "ignore" });
-  await waitExit(p);
-  return now() - t;
-}
+const timePass = (python: string) => timeSpawn([python, "-c", "pass"]).ms;
 
 async function timeReady(python: string, script: string): Promise<number> {
   const t = now();
@@ -115,12 +111,11 @@ async function main() {
   const pass: number[] = [], readyPyc: number[] = [], readySrc: number[] = [], first: number[] = [];
   for (let i = 0; i < spawns; i++) {
     // Interleaved so machine noise hits every figure alike.
-    pass.push(await timePass(py));
+    pass.push(timePass(py));
     readyPyc.push(await timeReady(py, pyc));
     readySrc.push(await timeReady(py, RUNTIME));
     first.push(await timeFirstResult(py, pyc));
   }
-  const base = median(pass);
 
   const rt = new Rt(py, pyc);
   await rt.until((e) => e.event === "ready");
@@ -134,16 +129,18 @@ async function main() {
     rtt.push(now() - t);
   }
 
-  // Print-heavy cell: lines of 100 bytes, counted as they arrive.
-  let received = 0;
-  rt.p.stdout!.on("data", (chunk: string) => (received += chunk.length));
-  const lines = Math.round((printMB * 1024 * 1024) / 100);
-  const t0 = now();
-  const doneP = rt.until((e) => e.event === "done" && e.id === "print", 300_000);
-  rt.send({ type: "execute", id: "print", code: `line = 'x' * 99\nfor _ in range(${lines}):\n    print(line)` });
-  await doneP;
-  const printSecs = (now() - t0) / 1000;
-  const mbps = printMB / printSecs;
+  // Print-heavy cells: 100-byte lines (two write() calls per line) and 1000-byte lines.
+  async function printThroughput(width: number): Promise<number> {
+    const id = `print${width}`;
+    const lines = Math.round((printMB * 1024 * 1024) / width);
+    const t0 = now();
+    const done = rt.until((e) => e.event === "done" && e.id === id, 300_000);
+    rt.send({ type: "execute", id, code: `line = 'x' * ${width - 1}\nfor _ in range(${lines}):\n    print(line)` });
+    await done;
+    return printMB / ((now() - t0) / 1000);
+  }
+  const mbps100 = await printThroughput(100);
+  const mbps1k = await printThroughput(1000);
 
   async function interruptLatency(code: string): Promise<number[]> {
     const out: number[] = [];
@@ -167,6 +164,19 @@ async function main() {
   await rt.close();
   rmSync(dir, { recursive: true, force: true });
 
+  const figures: Figures = {
+    runtime_baseline_python_c_pass: figure("ms", pass, `${py} -c pass, interleaved with the start-ups`),
+    runtime_start_to_ready: figure("ms", readyPyc, "cached .pyc, spawn to the ready line"),
+    runtime_start_to_ready_source: figure("ms", readySrc, "runtime.py compiled at every start"),
+    runtime_start_to_first_result: figure("ms", first, "cached .pyc, spawn to the done of 1+1"),
+    runtime_round_trip: figure("us", rtt.map((x) => x * 1000), 'execute("1+1") to its done'),
+    runtime_print_mb_per_s: figure("MB/s", [mbps100], `${printMB} MB in 100-byte lines`),
+    runtime_print_1k_lines_mb_per_s: figure("MB/s", [mbps1k], `${printMB} MB in 1000-byte lines`),
+    runtime_interrupt_busy_loop: figure("ms", intSync, "while True: pass"),
+    runtime_interrupt_sleep_loop: figure("ms", intSleep, "while True: time.sleep(0.5)"),
+    runtime_interrupt_asyncio_sleep: figure("ms", intAwait, "await asyncio.sleep(1e9)"),
+  };
+  const base = median(pass);
   const ms = (x: number) => `${x.toFixed(2)} ms`;
   const ver = spawnSync(py, ["-c", "import sys; print(sys.version.split()[0])"]).stdout.toString().trim();
   const rows: Array<[string, string, string]> = [
@@ -175,16 +185,18 @@ async function main() {
     ["start to ready (source), median", ms(median(readySrc)), `${(median(readySrc) / base).toFixed(2)}x`],
     ["start to first result of 1+1 (.pyc), median", ms(median(first)), `${(median(first) / base).toFixed(2)}x`],
     ["execute(\"1+1\") round trip p50", `${(median(rtt) * 1000).toFixed(0)} us`, "(target <= 100 us)"],
-    ["execute(\"1+1\") round trip p99", `${(quantile(rtt, 0.99) * 1000).toFixed(0)} us`, "(target <= 1 ms)"],
-    [`print-heavy cell, ${printMB} MB in 100-byte lines`, `${mbps.toFixed(0)} MB/s`, "(target >= 100 MB/s)"],
+    ["execute(\"1+1\") round trip p99", `${(p99(rtt) * 1000).toFixed(0)} us`, "(target <= 1 ms)"],
+    [`print-heavy cell, ${printMB} MB in 100-byte lines`, `${mbps100.toFixed(0)} MB/s`, "(target >= 100 MB/s)"],
+    [`print-heavy cell, ${printMB} MB in 1000-byte lines`, `${mbps1k.toFixed(0)} MB/s`, "(target >= 100 MB/s)"],
     ["interrupt `while True: pass`, median", ms(median(intSync)), "(target <= 10 ms)"],
     ["interrupt a time.sleep loop, median", ms(median(intSleep)), "(target <= 10 ms)"],
     ["interrupt `await asyncio.sleep(1e9)`, median", ms(median(intAwait)), "(target <= 10 ms)"],
   ];
-  console.log(`awrepl runtime benchmark: ${py} (Python ${ver})${args.smoke ? " [smoke]" : ""}`);
+  const out = args.json ? console.error : console.log;
+  out(`awrepl runtime benchmark: ${py} (Python ${ver})${args.smoke ? " [smoke: tiny counts, figures not meaningful]" : ""}`);
   const w = Math.max(...rows.map((r) => r[0].length));
-  for (const [k, v, note] of rows) console.log(`  ${k.padEnd(w)}  ${v.padStart(10)}  ${note}`);
-  if (received === 0) throw new Error("no output received from the print-heavy cell");
+  for (const [k, v, note] of rows) out(`  ${k.padEnd(w)}  ${v.padStart(10)}  ${note}`);
+  if (args.json) console.log(JSON.stringify(figures));
 }
 
 await main();

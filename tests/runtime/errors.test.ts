@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Runtime, closeAll } from "./harness.ts";
+import { type Event, Runtime, closeAll } from "./harness.ts";
 
 afterEach(closeAll);
 let dir = "";
@@ -26,7 +26,7 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const tbText = (e: { traceback?: unknown } | null) => ((e?.traceback as string[]) ?? []).join("");
+const tbText = (e: Event | null) => ((e?.traceback as string[]) ?? []).join("");
 
 describe("error remedies", () => {
   test("an identical failing cell gets one repeat line; a changed cell does not", async () => {
