@@ -146,3 +146,27 @@ describe("OutputCollector", () => {
     expect(() => new OutputCollector(-1)).toThrow(RangeError);
   });
 });
+
+describe("cuts of huge texts", () => {
+  test("prefix and suffix agree with a whole-text cut, surrogate pairs included", () => {
+    const samples = ["a".repeat(100), "😀".repeat(50), `a${"😀".repeat(50)}`, `é${"€".repeat(40)}x`, "x😀é€".repeat(30)];
+    for (const text of samples) {
+      const whole = Buffer.from(text, "utf8");
+      for (let max = 0; max <= whole.length + 2; max++) {
+        const [prefix, pb] = utf8Prefix(text, max);
+        const [suffix, sb] = utf8Suffix(text, max);
+        expect(text.startsWith(prefix)).toBe(true);
+        expect(text.endsWith(suffix)).toBe(true);
+        expect(pb).toBe(utf8Length(prefix));
+        expect(sb).toBe(utf8Length(suffix));
+        expect(pb).toBeLessThanOrEqual(max);
+        expect(sb).toBeLessThanOrEqual(max);
+        // Longest: one more character would not fit.
+        const nextChar = [...text.slice(prefix.length)][0];
+        if (nextChar) expect(pb + utf8Length(nextChar)).toBeGreaterThan(max);
+        const prevChar = [...text.slice(0, text.length - suffix.length)].at(-1);
+        if (prevChar) expect(sb + utf8Length(prevChar)).toBeGreaterThan(max);
+      }
+    }
+  });
+});

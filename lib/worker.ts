@@ -147,7 +147,7 @@ export class Worker {
     });
   }
 
-  /** The id the next request() will use (lets a caller target an interrupt at it). */
+  /** The id the latest request() was sent with (read right after the call to target an interrupt at it). */
   get lastId(): string {
     return String(this.nextId);
   }
