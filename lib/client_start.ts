@@ -98,7 +98,7 @@ async function startAndConnect(paths: SupervisorPaths, env: NodeJS.ProcessEnv): 
       );
     }
     await sleep(delay);
-    delay = Math.min(delay * 2, 25);
+    delay = Math.min(delay * 2, 10);
   }
 }
 
