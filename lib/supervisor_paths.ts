@@ -1,6 +1,6 @@
 // Where a supervisor's files live, derived from the state directory alone so that every client and
 // the supervisor agree without talking: socket, log, start-up lock.
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { stateDir } from "./paths.ts";
 import { socketPath } from "./transport.ts";
 import pkg from "../package.json" with { type: "json" };
@@ -33,6 +33,7 @@ export type ClientOptions = {
   home?: string;
 };
 
+/** Absolute: the supervisor runs in another directory, so a relative AWREPL_HOME must not reach it. */
 export function resolveHome(options: ClientOptions = {}): string {
-  return options.home ?? stateDir(options.env ?? process.env);
+  return resolve(options.home ?? stateDir(options.env ?? process.env));
 }
