@@ -41,7 +41,8 @@ export async function serve(ctx: CliContext, flags: ServeOptions): Promise<numbe
     if (interactive) {
       return await serveTerminal(run, {
         input: process.stdin,
-        output: process.stdout,
+        // Prompts go where a person sees them: `awrepl serve | tee log` keeps them out of the log.
+        output: process.stdout.isTTY || !process.stderr.isTTY ? process.stdout : process.stderr,
         history: new HistoryFile(historyPath(home, name)),
         python: await describePython(session, name, ctx.env),
       });

@@ -41,6 +41,11 @@ export class LineReader {
         );
       },
     });
+    // readline leaves only on Ctrl-D at an empty line; a continuation line holding nothing but its
+    // pre-filled indent counts as empty too (this listener runs after readline's own).
+    options.input.on("keypress", (_text: string | undefined, key: { ctrl?: boolean; name?: string } | undefined) => {
+      if (key?.ctrl && key.name === "d" && this.#waiter && this.rl.line !== "" && this.rl.line.trim() === "") this.rl.close();
+    });
     this.rl.on("line", (line) => this.#deliver({ kind: "line", line }));
     this.rl.on("SIGINT", () => this.#cancel());
     this.rl.on("close", () => {

@@ -39,7 +39,10 @@ export async function serveTerminal(run: ServeRun, options: TerminalOptions): Pr
     for (;;) {
       term.endLine();
       const read = await reader.read(lines.length ? ps2 : ps1, lines.length ? indent : "");
-      if (read.kind === "eof") break;
+      if (read.kind === "eof") {
+        term.atLineStart = false; // Ctrl-D leaves the cursor on the prompt line
+        break;
+      }
       if (read.kind === "cancel") {
         lines.length = 0;
         continue;

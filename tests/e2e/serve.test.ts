@@ -152,7 +152,7 @@ describe("serve in a terminal", () => {
     expect(r.code).toBe(0);
   }, 60_000);
 
-  test("Ctrl-D ends an unnamed session's worker", async () => {
+  test("Ctrl-D, even at a continuation prompt, leaves and ends an unnamed session's worker", async () => {
     const pane = serve();
     await ready(pane, 1);
     pane.type("import os; os.getpid()");
@@ -160,8 +160,12 @@ describe("serve in a terminal", () => {
     const screen = await pane.waitFor(/^\d+$/m);
     const pid = Number(/^(\d+)$/m.exec(screen)?.[1]);
     expect(alive(pid)).toBe(true);
+    // Ctrl-D leaves even from a continuation line that holds only its pre-filled indent.
+    pane.type("if True:");
+    pane.keys("Enter");
+    await pane.waitForCursorAfter("...     ");
     pane.keys("C-d");
-    await pane.waitFor("[exit 0]");
+    await pane.waitFor(/^\[exit 0\]$/m);
     const deadline = Date.now() + 10_000;
     while (alive(pid) && Date.now() < deadline) await Bun.sleep(50);
     expect(alive(pid)).toBe(false);
