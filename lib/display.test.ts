@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { readFileSync, statSync } from "node:fs";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DisplayWriter, extensionFor, isTextMime } from "./display.ts";
 import { tempHome } from "./test_support.ts";
@@ -42,5 +42,15 @@ describe("DisplayWriter", () => {
     expect(extensionFor("image/jpeg")).toBe("jpg");
     expect(extensionFor("application/x-thing")).toBe("xthing");
     expect(extensionFor("weird")).toBe("bin");
+  });
+});
+
+describe("DisplayWriter failures", () => {
+  test("a directory that cannot be written says so in place of the path", () => {
+    const blocker = join(tmp.home, "file");
+    writeFileSync(blocker, "not a directory");
+    const w = new DisplayWriter(join(blocker, "display"), "s");
+    const text = w.item({ "image/png": Buffer.from("png").toString("base64") })["image/png"] as string;
+    expect(text).toStartWith("[image/png display data (3 bytes) not written to");
   });
 });

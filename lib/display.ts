@@ -55,13 +55,18 @@ export class DisplayWriter {
   }
 
   private writeFile(mime: string, bytes: Buffer): string {
-    if (!this.dirReady) {
-      ensurePrivateDir(this.dir);
-      this.dirReady = true;
-    }
     const name = `${this.prefix}-${Date.now().toString(36)}-${process.pid}-${++this.count}.${extensionFor(mime)}`;
     const path = join(this.dir, name);
-    writeFileSync(path, bytes, { mode: 0o600 });
+    try {
+      if (!this.dirReady) {
+        ensurePrivateDir(this.dir);
+        this.dirReady = true;
+      }
+      writeFileSync(path, bytes, { mode: 0o600 });
+    } catch (err) {
+      // A full disk must not lose the cell's result: say what happened in place of the path.
+      return `[${mime} display data (${bytes.length} bytes) not written to ${path}: ${(err as Error).message}]`;
+    }
     return path;
   }
 }

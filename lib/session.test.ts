@@ -396,3 +396,17 @@ describe("the runtime cache", () => {
     expect((await s.execute("6 * 7")).value).toBe("42");
   });
 });
+
+describe("callbacks that throw", () => {
+  test("an onOutput that throws does not break the cell or the session", async () => {
+    const s = await start();
+    const r = await s.execute("print('a')", {
+      onOutput: () => {
+        throw new Error("boom");
+      },
+    });
+    expect(r.status).toBe("ok");
+    expect(r.stdout).toBe("a\n");
+    expect((await s.execute("1")).value).toBe("1");
+  });
+});

@@ -355,12 +355,12 @@ export class ReplSession implements Session {
       {
         output(stream, text) {
           output.add(stream, text);
-          if (onOutput) onOutput(stream, text);
+          if (onOutput) callSafely(onOutput, stream, text);
         },
         display(data) {
           const item = displays.item(data);
           display.push(item);
-          if (onDisplay) onDisplay(item);
+          if (onDisplay) callSafely(onDisplay, item);
         },
         result(text) {
           value = text;
@@ -463,4 +463,16 @@ export function manifestPath(snapshotPath: string): string {
 
 function closedError(id: string): AwreplError {
   return new AwreplError("worker_closed", `Session ${id} is closed`);
+}
+
+/**
+ * Calls a caller's live callback; its exception must not abort the cell's bookkeeping (everything it
+ * was shown is in the result anyway).
+ */
+function callSafely<A extends unknown[]>(fn: (...args: A) => void, ...args: A): void {
+  try {
+    fn(...args);
+  } catch {
+    // Ignored: see above.
+  }
 }

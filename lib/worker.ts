@@ -271,6 +271,15 @@ export class Worker {
       this.noise = `${this.noise}${line.slice(0, 500)}\n`.slice(-STDERR_KEEP);
       return;
     }
+    try {
+      this.dispatch(event);
+    } catch (err) {
+      // A handler that throws must not stop the frames that follow (the done would never arrive).
+      this.noise = `${this.noise}[a handler failed on a ${String(event.event)} event: ${(err as Error)?.message ?? err}]\n`.slice(-STDERR_KEEP);
+    }
+  }
+
+  private dispatch(event: RuntimeEvent): void {
     switch (event.event) {
       case "stdout":
       case "stderr": {
