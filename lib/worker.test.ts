@@ -131,3 +131,26 @@ describe("Worker", () => {
     expect(err.message).toContain("did not send");
   });
 });
+
+describe("Worker framing", () => {
+  test("lines that are not frames (JSON or not) are kept for diagnostics and do not stop the protocol", async () => {
+    // A fake runtime: noise, a JSON value that is not an event, then a proper handshake and replies.
+    const fake = [
+      "import os, sys, json",
+      "out = os.dup(1)",
+      "os.write(out, b'banner line\\nnull\\n5\\n[1]\\n')",
+      "os.write(out, json.dumps({'event': 'ready', 'protocol': 3, 'python': '3', 'capabilities': []}).encode() + b'\\n')",
+      "for line in sys.stdin:",
+      "    req = json.loads(line)",
+      "    if req.get('type') == 'shutdown': break",
+      "    reply = json.dumps({'event': 'done', 'id': req['id'], 'status': 'ok', 'names': ['é' * 3]}).encode()",
+      // Split the reply mid-character across two writes to exercise partial chunks.
+      "    os.write(out, reply[:len(reply) // 2 + 1]); os.write(out, reply[len(reply) // 2 + 1:] + b'\\n')",
+    ].join("\n");
+    const w = await Worker.start({ argv: [PYTHON, "-c", fake] });
+    workers.push(w);
+    const done = await w.request({ type: "list_names" });
+    expect(done.names).toEqual(["ééé"]);
+    expect(w.diagnostics()).toContain("banner line");
+  });
+});

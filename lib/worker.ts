@@ -275,7 +275,7 @@ export class Worker {
       this.dispatch(event);
     } catch (err) {
       // A handler that throws must not stop the frames that follow (the done would never arrive).
-      this.noise = `${this.noise}[a handler failed on a ${String(event.event)} event: ${(err as Error)?.message ?? err}]\n`.slice(-STDERR_KEEP);
+      this.noise = `${this.noise}[a handler failed on a ${String((event as { event?: unknown } | null)?.event)} event: ${(err as Error)?.message ?? err}]\n`.slice(-STDERR_KEEP);
     }
   }
 
