@@ -96,6 +96,20 @@ describe("attach", () => {
     expect((await b.execute("order")).value).toBe("[1, 2, 3]");
   });
 
+  test("a session closed or lost under an attached client comes back fresh, and says so", async () => {
+    const h = home();
+    await using s = await attach("phoenix", { home: h, python: PYTHON });
+    expect((await s.execute("x = 1")).notice).toBeUndefined();
+    expect(await closeSession("phoenix", { home: h })).toBe(true);
+    const afterClose = await s.execute("'x' in globals()");
+    expect(afterClose.value).toBe("False");
+    expect(afterClose.notice).toContain("earlier state is gone");
+    expect(await stopDaemon({ home: h })).toBe(true);
+    const afterStop = await s.execute("2 + 2");
+    expect(afterStop.value).toBe("4");
+    expect(afterStop.notice).toContain("earlier state is gone");
+  });
+
   test("calls that need no supervisor do not start one", async () => {
     const h = home();
     expect(await listSessions({ home: h })).toEqual([]);

@@ -43,11 +43,17 @@ export class RemoteSession implements Session {
     private readonly env: NodeJS.ProcessEnv,
   ) {}
 
+  /** A call of ours has reached the session (so a later re-creation means lost state). */
+  private used = false;
+
   /**
    * Sends a request; if the supervisor turned out to be another version (or went away before it
    * answered hello), nothing ran: replace it and send again, once.
    */
   private async send<T>(request: (conn: SupervisorConnection) => Promise<T>): Promise<T> {
+    // Lost earlier (daemon stop, a crash): this call goes to a new supervisor, which re-creates the
+    // session from its spec; the result's notice says the state is gone.
+    if (this.conn.closed) this.conn = (await connectSupervisor(this.paths, { autostart: true, env: this.env })) as SupervisorConnection;
     const conn = this.conn;
     try {
       return await request(conn);
@@ -78,9 +84,11 @@ export class RemoteSession implements Session {
           maxOutputBytes: options.maxOutputBytes,
           stream: Boolean(onOutput || onDisplay),
           spec: this.spec,
+          known: this.used,
         },
         onStream,
       );
+      this.used = true;
       if (!signal) return call;
       const onAbort = () => conn.notify({ op: "cancel", target: call.id });
       signal.addEventListener("abort", onAbort, { once: true });

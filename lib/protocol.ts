@@ -184,6 +184,8 @@ export type ExecuteCallRequest = {
   /** Send live `stdout`/`stderr`/`display` replies as the cell produces them. */
   stream?: boolean;
   spec?: SessionSpec;
+  /** The client used this session before: if it has to be created now, the result says the state is gone. */
+  known?: boolean;
 };
 export type SessionCallRequest =
   | { op: "variables"; id: RequestId; session: string; spec?: SessionSpec }

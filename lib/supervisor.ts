@@ -208,6 +208,10 @@ class Supervisor {
               onDisplay: stream ? (item) => this.stream(conn, { type: "display", id, item }, 0) : undefined,
             });
             result.session = name;
+            if (created && request.known) {
+              const lost = `Session ${name} was not running (closed, or the supervisor stopped); this call ran in a fresh worker and the earlier state is gone.`;
+              result.notice = result.notice ? `${lost} ${result.notice}` : lost;
+            }
             this.reply(conn, { type: "result", id, result });
             return;
           }

@@ -52,7 +52,9 @@ function checkRequest(obj: Record<string, unknown>): ClientRequest {
       checkString(obj, "code");
       checkCount(obj, "timeoutMs");
       checkCount(obj, "maxOutputBytes");
-      if (obj.stream !== undefined && typeof obj.stream !== "boolean") throw usage("stream must be true or false");
+      for (const flag of ["stream", "known"]) {
+        if (obj[flag] !== undefined && typeof obj[flag] !== "boolean") throw usage(`${flag} must be true or false`);
+      }
       break;
     case "inspect":
       checkString(obj, "name");
