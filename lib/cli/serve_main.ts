@@ -6,6 +6,7 @@ import { ReplSession } from "../session.ts";
 import type { Session, SessionOptions } from "../types.ts";
 import type { CliContext } from "./context.ts";
 import { Terminal } from "./serve_cell.ts";
+import { ReattachingSession } from "./serve_reattach.ts";
 import { HistoryFile, historyPath } from "./serve_history.ts";
 import { servePiped } from "./serve_piped.ts";
 import type { ServeRun } from "./serve_run.ts";
@@ -26,10 +27,16 @@ export async function serve(ctx: CliContext, flags: ServeOptions): Promise<numbe
   const name = ctx.session();
   const home = stateDir(ctx.env);
   const options: SessionOptions = { timeoutMs, maxOutputBytes, graceMs: config.graceMs, python: flags.python ?? config.python, cwd: process.cwd(), home };
-  const session: Session = name !== undefined ? await attach(name, { ...options, clientEnv: ctx.env }) : await ReplSession.start(UNNAMED_ID, options);
-  // attach() makes no round trip; the first call creates the session, so a bad interpreter is
-  // reported now, before the banner, and the banner can say which Python runs it.
-  if (name !== undefined) await session.isComplete("");
+  let session: Session;
+  if (name !== undefined) {
+    const open = () => attach(name, { ...options, clientEnv: ctx.env });
+    session = new ReattachingSession(await open(), open);
+    // attach() makes no round trip; the first call creates the session, so a bad interpreter is
+    // reported now, before the banner, and the banner can say which Python runs it.
+    await session.isComplete("");
+  } else {
+    session = await ReplSession.start(UNNAMED_ID, options);
+  }
 
   const term = new Terminal(process.stdout, process.stderr, makeStyle(Boolean(process.stdout.isTTY), ctx.env));
   const run: ServeRun = { session, name, term, state: { timeoutMs, maxOutputBytes } };

@@ -63,6 +63,7 @@ export async function completeness(session: Session, code: string): Promise<{ st
 export function reportError(run: ServeRun, err: unknown): number {
   if (!(err instanceof AwreplError)) throw err;
   run.term.endLine();
-  run.term.err(run.term.style.error(`awrepl: ${err.message}`) + "\n");
+  const next = err.code === "supervisor_unreachable" && run.name !== undefined ? "; the next call reconnects" : "";
+  run.term.err(run.term.style.error(`awrepl: ${err.message}${next}`) + "\n");
   return err.exitCode;
 }

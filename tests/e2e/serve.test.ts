@@ -152,6 +152,20 @@ describe("serve in a terminal", () => {
     expect(r.code).toBe(0);
   }, 60_000);
 
+  test("a named serve outlives the supervisor it attached to: the next cell reconnects", async () => {
+    const pane = serve(["-s", "again"]);
+    await ready(pane, 1);
+    pane.type("1 + 1");
+    pane.keys("Enter");
+    await pane.waitFor(/^2$/m);
+    const stop = await run(["daemon", "stop"], { home });
+    expect(stop.code).toBe(0);
+    await ready(pane, 2);
+    pane.type("20 + 22");
+    pane.keys("Enter");
+    await pane.waitFor(/^42$/m);
+  }, 60_000);
+
   test("Ctrl-D, even at a continuation prompt, leaves and ends an unnamed session's worker", async () => {
     const pane = serve();
     await ready(pane, 1);
