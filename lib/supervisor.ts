@@ -113,10 +113,15 @@ class Supervisor {
         this.checkIdle();
       },
       (err) => JSON.stringify({ type: "error", id: null, code: "protocol", message: `${err.message}: closing the connection` }),
+      true,
     );
   }
 
-  private onLine(conn: Connection, line: string): void {
+  private onLine(conn: Connection, line: string | null): void {
+    if (line === null) {
+      this.reply(conn, { type: "error", id: null, code: "protocol", message: "Request is not valid UTF-8" });
+      return;
+    }
     const parsed = parseRequestLine(line);
     if ("error" in parsed) {
       this.reply(conn, { type: "error", id: parsed.id, code: parsed.error.code, message: parsed.error.message });

@@ -21,6 +21,12 @@ describe("LineSplitter", () => {
     expect(() => s.push(Buffer.from("56789"))).toThrow(RangeError);
   });
 
+  test("strict mode gives null for a line that is not UTF-8; lenient mode replaces", () => {
+    const bad = Buffer.concat([Buffer.from('{"code":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}\nok\n')]);
+    expect(new LineSplitter(64, true).push(bad)).toEqual([null, "ok"]);
+    expect(new LineSplitter(64).push(bad)[0]).toContain("\ufffd");
+  });
+
   test("does not keep a reference to a chunk the caller reuses", () => {
     const s = new LineSplitter(64);
     const chunk = Buffer.from("abc");

@@ -37,26 +37,43 @@ export function shortSocketDir(): string {
   return `/tmp/awrepl-${uid}`;
 }
 
-/** Splits a byte stream into UTF-8 lines; a line longer than `maxBytes` is an error, not a buffer. */
+/**
+ * Splits a byte stream into UTF-8 lines; a line longer than `maxBytes` is an error, not a buffer.
+ * With `strict`, a line that is not valid UTF-8 comes out as null (the server rejects it) instead of
+ * being decoded with replacement characters.
+ */
 export class LineSplitter {
   private parts: Uint8Array[] = [];
   private size = 0;
-  private readonly decoder = new TextDecoder();
-  constructor(private readonly maxBytes: number) {}
+  private readonly decoder: TextDecoder;
+  constructor(
+    private readonly maxBytes: number,
+    strict = false,
+  ) {
+    this.decoder = new TextDecoder("utf-8", { fatal: strict });
+  }
+
+  private decode(bytes: Uint8Array): string | null {
+    try {
+      return this.decoder.decode(bytes);
+    } catch {
+      return null;
+    }
+  }
 
   /** Returns the complete lines in `chunk`, or throws a RangeError when a line passes the cap. */
-  push(chunk: Uint8Array): string[] {
-    const lines: string[] = [];
+  push(chunk: Uint8Array): (string | null)[] {
+    const lines: (string | null)[] = [];
     let start = 0;
     for (;;) {
       const nl = chunk.indexOf(10, start);
       if (nl < 0) break;
       const piece = chunk.subarray(start, nl);
       if (this.size + piece.length > this.maxBytes) throw new RangeError(`Line longer than ${this.maxBytes} bytes`);
-      if (this.size === 0) lines.push(this.decoder.decode(piece));
+      if (this.size === 0) lines.push(this.decode(piece));
       else {
         this.parts.push(piece);
-        lines.push(this.decoder.decode(Buffer.concat(this.parts)));
+        lines.push(this.decode(Buffer.concat(this.parts)));
         this.parts = [];
         this.size = 0;
       }
@@ -111,7 +128,7 @@ async function connectBun(path: string, handlers: LineHandlers): Promise<LineCon
     unix: path,
     socket: {
       data(_s, chunk) {
-        let lines: string[];
+        let lines: (string | null)[];
         try {
           lines = splitter.push(chunk);
         } catch (err) {
@@ -119,7 +136,7 @@ async function connectBun(path: string, handlers: LineHandlers): Promise<LineCon
           finish(err as Error);
           return;
         }
-        for (const line of lines) handlers.onLine(line);
+        for (const line of lines) handlers.onLine(line ?? "");
       },
       drain(s) {
         if (!pending) return;
@@ -164,7 +181,7 @@ async function connectNode(path: string, handlers: LineHandlers): Promise<LineCo
       open = true;
       resolve({ write: (line) => void socket.write(line + "\n"), close: () => void socket.end() });
     });
-    wireLines(socket, CLIENT_MAX_LINE, handlers.onLine, (error) => {
+    wireLines(socket, CLIENT_MAX_LINE, (line) => handlers.onLine(line ?? ""), (error) => {
       if (!open) {
         reject(error ?? Object.assign(new Error("Connection closed"), { code: "ECONNRESET" }));
         return;
@@ -183,15 +200,16 @@ async function connectNode(path: string, handlers: LineHandlers): Promise<LineCo
 export function wireLines(
   socket: Socket,
   maxLineBytes: number,
-  onLine: (line: string) => void,
+  onLine: (line: string | null) => void,
   onClose: (error?: Error) => void,
   lastWords?: (error: RangeError) => string,
+  strict = false,
 ): void {
-  const splitter = new LineSplitter(maxLineBytes);
+  const splitter = new LineSplitter(maxLineBytes, strict);
   let error: Error | undefined;
   socket.on("data", (chunk: Buffer) => {
     if (error) return;
-    let lines: string[];
+    let lines: (string | null)[];
     try {
       lines = splitter.push(chunk);
     } catch (err) {

@@ -275,6 +275,8 @@ describe("the socket", () => {
     expect(JSON.parse(notJson[0] as string)).toMatchObject({ type: "error", id: null, code: "protocol" });
     const binary = await probe(Buffer.from([0, 255, 254, 1, 2, 10]), 1);
     expect(JSON.parse(binary[0] as string)).toMatchObject({ type: "error", code: "protocol" });
+    const invalidUtf8 = await probe(Buffer.concat([Buffer.from('{"op":"list","id":9,"x":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}\n')]), 1);
+    expect(JSON.parse(invalidUtf8[0] as string)).toMatchObject({ type: "error", code: "protocol", message: "Request is not valid UTF-8" });
     const big = await probe(`${"z".repeat(100 * 1024)}\n`, 1);
     expect(JSON.parse(big[0] as string)).toMatchObject({ type: "error", code: "protocol" });
     const noHello = await probe(`${JSON.stringify({ op: "list", id: 1 })}\n`, 1);
