@@ -130,24 +130,77 @@ _wlock_owned = _wlock._is_owned
 _kbi_deferred = False
 _enc = None
 _enc_ascii = None
+_make_encoder = None
+_esc_ascii = None
+_esc_utf8 = None
 
 
 def _json_default(o):
     return repr(o)
 
 
+class _ScanContext(object):
+    """What _json.make_scanner reads off json.JSONDecoder, without importing json (and re)."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    memo = None
+
+    @staticmethod
+    def parse_constant(name):
+        return {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}[name]
+
+
 def _init_json():
-    global _enc, _enc_ascii, _loads
-    import json
-    _enc = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"),
-                            default=_json_default).encode
-    _enc_ascii = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"),
-                                  default=_json_default).encode
-    _loads = json.loads
-    global _esc_ascii, _esc_utf8
-    from json.encoder import encode_basestring, encode_basestring_ascii
-    _esc_ascii = encode_basestring_ascii
-    _esc_utf8 = encode_basestring
+    """JSON straight from the _json accelerator: the json package would import re and enum,
+    a few milliseconds of every session's first result."""
+    global _enc, _enc_ascii, _loads, _esc_ascii, _esc_utf8, _make_encoder
+    try:
+        import _json
+        scan = _json.make_scanner(_ScanContext())
+        _make_encoder = _json.make_encoder
+        _esc_ascii = _json.encode_basestring_ascii
+        _esc_utf8 = _json.encode_basestring
+    except (ImportError, AttributeError):  # not CPython's accelerator: the json package
+        import json
+        from json.encoder import encode_basestring, encode_basestring_ascii
+        _esc_ascii, _esc_utf8 = encode_basestring_ascii, encode_basestring
+        _enc = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"),
+                                default=_json_default).encode
+        _enc_ascii = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"),
+                                      default=_json_default).encode
+        _loads = json.loads
+        return
+    enc = _make_encoder(None, _json_default, _esc_utf8, None, ":", ",", False, False, False)
+    enc_ascii = _make_encoder(None, _json_default, _esc_ascii, None, ":", ",", False, False, False)
+    _enc = lambda o: "".join(enc(o, 0))  # noqa: E731
+    _enc_ascii = lambda o: "".join(enc_ascii(o, 0))  # noqa: E731
+    ws = " \t\n\r"
+
+    def loads(s):
+        s = s.strip(ws)
+        try:
+            obj, end = scan(s, 0)
+        except StopIteration as e:
+            raise ValueError("Expecting value: char %s" % (e.value,))
+        if end != len(s):
+            raise ValueError("Extra data: char %d" % end)
+        return obj
+    _loads = loads
+
+
+def _json_check(obj):
+    """Raise TypeError/ValueError when obj is not plain JSON (what emit() accepts)."""
+    def reject(o):
+        raise TypeError("%s is not JSON-serializable" % type(o).__name__)
+    try:
+        "".join(_make_encoder({}, reject, _esc_utf8, None, ":", ",", False, False, True)(obj, 0))
+    except NameError:  # the json package fallback
+        import json
+        json.dumps(obj)
 
 
 def _loads(s):  # replaced by _init_json
@@ -193,8 +246,6 @@ _timer_wake.acquire()
 _live_cell = None  # id of the execute request currently running
 BATCH_BYTES = 8192
 BATCH_SECONDS = 0.05
-_esc_ascii = None
-_esc_utf8 = None
 
 
 def _text_frame(chan, cid, text):
@@ -446,6 +497,16 @@ def _pump_loop(p):
         p.busy = False
 
 
+def _pump_forever(p):
+    """A pump must outlive any error: a dead pump would leave its pipe to fill up."""
+    while True:
+        try:
+            _pump_loop(p)
+            return  # the pipe closed
+        except Exception:
+            p.busy = False
+
+
 def _fence(pumps, r):
     """Every byte a cell wrote to fds 1/2 ships before its done: write a marker, await it."""
     for name in ("__stdout__", "__stderr__"):
@@ -552,6 +613,8 @@ def _enqueue(r):
 
 def _activate(r):
     global _active, _live_cell
+    if not _watchdog_started:
+        _start_watchdog()  # here, not before ready: after the start-up imports, fewer pages to copy
     with _slock:
         _active = r
         try:
@@ -698,6 +761,7 @@ def _strip_exc(e, seen=None):
 
 def _format_exc(e):
     import traceback
+    _flush_sources()
     _strip_exc(e)
     try:
         return traceback.format_exception(type(e), e, e.__traceback__)
@@ -769,9 +833,20 @@ class _Prep(object):
     __slots__ = ("body", "tail", "explicit_await", "needs_loop", "code")
 
 
+_pending_sources = []  # cell sources waiting for linecache (importing it costs re and tokenize)
+
+
 def _register_source(filename, code):
+    _pending_sources.append((filename, code))
+    if "linecache" in sys.modules:
+        _flush_sources()
+
+
+def _flush_sources():
     import linecache
-    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    while _pending_sources:
+        filename, code = _pending_sources.pop(0)
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
 
 
 def _mentions_asyncio(co):
@@ -785,16 +860,27 @@ def _mentions_asyncio(co):
 
 def _prepare(code):
     global _cell_no
-    import _ast
     _cell_no += 1
     fn = "<cell-%d>" % _cell_no
     _register_source(fn, code)
-    tree = compile(code, fn, "exec", _AST_ONLY | _TLA, dont_inherit=True)
-    body = tree.body
     p = _Prep()
     p.code = code
-    p.tail = None
     p.explicit_await = False
+    if len(code) < 2000 and "await" not in code:
+        # One expression (1+1, f(x), name): compiled as is, no AST round trip.
+        try:
+            p.tail = compile(code, fn, "eval", _TLA, dont_inherit=True)
+        except SyntaxError:
+            pass
+        else:
+            p.body = None
+            p.needs_loop = "asyncio" in sys.modules or bool(p.tail.co_flags & _CO_COROUTINE) \
+                or _mentions_asyncio(p.tail)
+            return p
+    import _ast
+    tree = compile(code, fn, "exec", _AST_ONLY | _TLA, dont_inherit=True)
+    body = tree.body
+    p.tail = None
     if body and type(body[-1]) is _ast.Expr:
         expr = body.pop().value
         if type(expr) is _ast.Await:
@@ -1143,9 +1229,8 @@ def _emit(data):
     for k in data:
         if not isinstance(k, str):
             raise TypeError("emit() keys must be MIME type strings, not %s" % type(k).__name__)
-    import json
     try:
-        json.dumps(data)
+        _json_check(data)
     except TypeError as e:
         raise TypeError("emit() data must be JSON-serializable: %s" % e)
     except ValueError:
@@ -1215,6 +1300,7 @@ def _make_awrepl_module():
 
 _NEEDS_NO_ID = ("interrupt", "host_reply", "shutdown")
 EOF_GRACE = 1.5
+_watchdog_started = False
 
 
 def _on_line(line):
@@ -1289,14 +1375,20 @@ def _start_watchdog():
     The reader thread handles EOF itself, but it needs the GIL; a cell stuck in a C loop
     (sum(range(10**12))) never releases it. The helper needs no GIL: it polls fd 0 for hang-up.
     """
-    if not hasattr(os, "fork"):
+    global _watchdog_started
+    _watchdog_started = True
+    if not hasattr(os, "fork") or os.environ.get("AWREPL_NO_WATCHDOG"):
         return
     import select
+    import time
+    import warnings
     if not hasattr(select, "poll"):
         return
     parent = os.getpid()
     try:
-        pid = os.fork()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # 3.12+: fork() with threads running
+            pid = os.fork()
     except OSError:
         return
     if pid:
@@ -1310,7 +1402,6 @@ def _start_watchdog():
         os.closerange(4, 1 << 16)
         p = select.poll()
         p.register(3, select.POLLHUP | getattr(select, "POLLRDHUP", 0))
-        import time
         while os.getppid() == parent:
             ev = p.poll(500)
             if ev and ev[0][1] & (select.POLLHUP | getattr(select, "POLLRDHUP", 0) | select.POLLERR | select.POLLNVAL):
@@ -1941,7 +2032,6 @@ def main():
     _write_all(('{"event":"ready","protocol":%d,"python":"%s","capabilities":[%s],"pid":%d}\n'
                 % (PROTOCOL, version, ",".join('"%s"' % c for c in CAPABILITIES), _pid)).encode())
     # Everything below runs while the host prepares its first request.
-    _start_watchdog()
     import time
     import _queue
     import _signal as signal_mod
@@ -1986,20 +2076,51 @@ def main():
     sys.modules["__main__"] = _user_module
     sys.modules["awrepl"] = _make_awrepl_module()
     _ns = _fresh_namespace()
+    _init_json()  # before the pumps: they frame with it
     for p in pumps:
-        _thread.start_new_thread(_pump_loop, (p,))
+        _thread.start_new_thread(_pump_forever, (p,))
     _thread.start_new_thread(_batch_timer, ())
     signal_mod.signal(signal_mod.SIGINT, _on_sigint)
-    _init_json()
     _serving = True
     _thread.start_new_thread(_reader, ())
     _serve()
 
 
+def _next_request():
+    """The next request; while none comes for 50 ms, deferred start-up work is done instead:
+    none of it is on the path to the first result, all of it makes later requests cheaper."""
+    import _queue
+    while _idle_tasks:
+        try:
+            return _reqq.get(timeout=IDLE_SECONDS)
+        except _queue.Empty:
+            task = _idle_tasks.pop(0)
+            try:
+                task()
+            except Exception:
+                pass
+    return _reqq.get()
+
+
+def _warm_imports():
+    import _ast  # noqa: F401  statement cells
+    import traceback  # noqa: F401  the first error, the first interrupt
+    _flush_sources()
+
+
+def _idle_watchdog():
+    if not _watchdog_started:
+        _start_watchdog()
+
+
+_idle_tasks = [_idle_watchdog, _warm_imports]
+IDLE_SECONDS = 0.05
+
+
 def _serve():
     while not _stop:
         if _loop is None:
-            r = _reqq.get()
+            r = _next_request()
             try:
                 _handle_sync(r)
             except BaseException:
