@@ -39,17 +39,14 @@ describe("serve in a terminal", () => {
   test("a multi-line def continues with its indent pre-filled, ends at a blank line, and runs", async () => {
     const pane = serve();
     await ready(pane, 1);
-    pane.type("def add(a, b):");
-    pane.keys("Enter");
+    pane.enter("def add(a, b):");
     // The runtime says the cell is incomplete: a continuation prompt with the block's indent typed in.
     await pane.waitForCursorAfter("...     ");
-    pane.type("return a + b");
-    pane.keys("Enter");
+    pane.enter("return a + b");
     await pane.waitForCursorAfter("...     ");
     pane.keys("Enter");
     await ready(pane, 2);
-    pane.type("add(2, 3) * 7");
-    pane.keys("Enter");
+    pane.enter("add(2, 3) * 7");
     const screen = await pane.waitFor(/^35$/m);
     expect(screen).toContain(">>> def add(a, b):\n...     return a + b\n");
   }, 60_000);
@@ -60,17 +57,14 @@ describe("serve in a terminal", () => {
     pane.type("impo");
     pane.keys("Tab");
     await pane.waitFor(/^>>> import$/m);
-    pane.type(" collections");
-    pane.keys("Enter");
+    pane.enter(" collections");
     await ready(pane, 2);
-    pane.type("unusual_name_for_completion = 7");
-    pane.keys("Enter");
+    pane.enter("unusual_name_for_completion = 7");
     await ready(pane, 3);
     pane.type("unusual_na");
     pane.keys("Tab");
     await pane.waitFor(/^>>> unusual_name_for_completion$/m);
-    pane.type(" * 6");
-    pane.keys("Enter");
+    pane.enter(" * 6");
     await pane.waitFor(/^42$/m);
     pane.type("collections.Ordered");
     pane.keys("Tab");
@@ -80,8 +74,7 @@ describe("serve in a terminal", () => {
   test("history is kept per session and recalled with Up in the next serve run", async () => {
     const first = serve(["-s", "hist"]);
     await ready(first, 1);
-    first.type("marker_value = 41");
-    first.keys("Enter");
+    first.enter("marker_value = 41");
     await ready(first, 2);
     first.keys("C-d");
     await first.waitFor("[exit 0]");
@@ -91,8 +84,7 @@ describe("serve in a terminal", () => {
     second.keys("Up");
     await second.waitFor(/^>>> marker_value = 41$/m);
     second.keys("C-u");
-    second.type("marker_value + 1");
-    second.keys("Enter");
+    second.enter("marker_value + 1");
     // The value comes from the session the first run left alive in the supervisor.
     await second.waitFor(/^42$/m);
     second.keys("C-d");
@@ -109,17 +101,14 @@ describe("serve in a terminal", () => {
   test("Ctrl-C interrupts `while True: pass` and the session keeps its state", async () => {
     const pane = serve();
     await ready(pane, 1);
-    pane.type("kept = 'still here'");
-    pane.keys("Enter");
+    pane.enter("kept = 'still here'");
     await ready(pane, 2);
-    pane.type("while True: pass");
-    pane.keys("Enter");
+    pane.enter("while True: pass");
     await Bun.sleep(500); // let it spin
     pane.keys("C-c");
     await pane.waitFor(/KeyboardInterrupt/);
     await ready(pane, 3);
-    pane.type("kept.upper()");
-    pane.keys("Enter");
+    pane.enter("kept.upper()");
     await pane.waitFor("'STILL HERE'");
   }, 60_000);
 
@@ -129,8 +118,7 @@ describe("serve in a terminal", () => {
     pane.type("this would be a syntax error");
     pane.keys("C-c");
     await pane.waitFor("this would be a syntax error^C");
-    pane.type("6 * 7");
-    pane.keys("Enter");
+    pane.enter("6 * 7");
     const screen = await pane.waitFor(/^42$/m);
     expect(screen).not.toContain("SyntaxError");
   }, 60_000);
@@ -141,8 +129,7 @@ describe("serve in a terminal", () => {
     expect(banner).toContain("session stays");
     expect(banner).toMatch(/Python 3\.\d+\.\d+ \(\/usr\/bin\/python3\)/);
     expect(banner).toContain("Ctrl-D");
-    pane.type("answer = 6 * 7");
-    pane.keys("Enter");
+    pane.enter("answer = 6 * 7");
     await ready(pane, 2);
     pane.keys("C-d");
     const screen = await pane.waitFor("[exit 0]");
@@ -155,28 +142,24 @@ describe("serve in a terminal", () => {
   test("a named serve outlives the supervisor it attached to: the next cell reconnects", async () => {
     const pane = serve(["-s", "again"]);
     await ready(pane, 1);
-    pane.type("1 + 1");
-    pane.keys("Enter");
+    pane.enter("1 + 1");
     await pane.waitFor(/^2$/m);
     const stop = await run(["daemon", "stop"], { home });
     expect(stop.code).toBe(0);
     await ready(pane, 2);
-    pane.type("20 + 22");
-    pane.keys("Enter");
+    pane.enter("20 + 22");
     await pane.waitFor(/^42$/m);
   }, 60_000);
 
   test("Ctrl-D, even at a continuation prompt, leaves and ends an unnamed session's worker", async () => {
     const pane = serve();
     await ready(pane, 1);
-    pane.type("import os; os.getpid()");
-    pane.keys("Enter");
+    pane.enter("import os; os.getpid()");
     const screen = await pane.waitFor(/^\d+$/m);
     const pid = Number(/^(\d+)$/m.exec(screen)?.[1]);
     expect(alive(pid)).toBe(true);
     // Ctrl-D leaves even from a continuation line that holds only its pre-filled indent.
-    pane.type("if True:");
-    pane.keys("Enter");
+    pane.enter("if True:");
     await pane.waitForCursorAfter("...     ");
     pane.keys("C-d");
     await pane.waitFor(/^\[exit 0\]$/m);
@@ -188,30 +171,22 @@ describe("serve in a terminal", () => {
   test("meta commands: :vars, :inspect, :reset, :help, :quit", async () => {
     const pane = serve();
     await ready(pane, 1);
-    pane.type("numbers = [3, 1, 2]");
-    pane.keys("Enter");
+    pane.enter("numbers = [3, 1, 2]");
     await ready(pane, 2);
-    pane.type(":vars");
-    pane.keys("Enter");
+    pane.enter(":vars");
     await pane.waitFor(/^numbers\s+(list: )?\[3, 1, 2\]$/m);
-    pane.type(":inspect numbers");
-    pane.keys("Enter");
+    pane.enter(":inspect numbers");
     await pane.waitFor(/^type\s+list$/m);
     await pane.waitFor(/^len\s+3$/m);
-    pane.type(":help");
-    pane.keys("Enter");
+    pane.enter(":help");
     await pane.waitFor(/^:reset\s+clear the session's namespace$/m);
-    pane.type(":reset");
-    pane.keys("Enter");
+    pane.enter(":reset");
     await pane.waitFor("Namespace cleared.");
-    pane.type("numbers");
-    pane.keys("Enter");
+    pane.enter("numbers");
     await pane.waitFor("NameError");
-    pane.type(":nope");
-    pane.keys("Enter");
+    pane.enter(":nope");
     await pane.waitFor("Unknown command :nope");
-    pane.type(":quit");
-    pane.keys("Enter");
+    pane.enter(":quit");
     await pane.waitFor("[exit 0]");
   }, 60_000);
 
@@ -221,13 +196,11 @@ describe("serve in a terminal", () => {
     pane.type("def boom(): return 1 / 0");
     pane.keys("Enter", "Enter");
     await ready(pane, 2);
-    pane.type("boom()");
-    pane.keys("Enter");
+    pane.enter("boom()");
     const screen = await pane.waitFor("ZeroDivisionError: division by zero");
     expect(screen).toContain("Traceback (most recent call last):");
     expect(screen).toContain("in boom");
-    pane.type("print('after', end='')");
-    pane.keys("Enter");
+    pane.enter("print('after', end='')");
     // Output that leaves its line open does not swallow the next prompt.
     await pane.waitFor(/^after\n>>>$/m);
   }, 60_000);
@@ -248,8 +221,7 @@ describe("serve in a terminal", () => {
     for (const line of bannerLines) expect(line.length).toBeLessThanOrEqual(40);
     // Joined back, the wrapped banner reads as the sentence it is: no word was cut.
     expect(bannerLines.join(" ")).toContain("Ctrl-D or :quit leaves; the session keeps running.");
-    pane.type(":help");
-    pane.keys("Enter");
+    pane.enter(":help");
     const help = await pane.waitFor("Tab completes");
     for (const line of help.split("\n")) expect(line.length).toBeLessThanOrEqual(40);
   }, 60_000);

@@ -79,55 +79,55 @@ describe("serve with piped stdin", () => {
   }, 60_000);
 
   test("each statement runs as soon as it has arrived, before stdin ends", async () => {
-    home = makeHome();
-    const child = spawn(binary, ["serve"], { env: testEnv(home), cwd: home, stdio: ["pipe", "pipe", "pipe"] });
-    let stdout = "";
-    child.stdout.setEncoding("utf8").on("data", (s: string) => {
-      stdout += s;
-    });
-    const closed = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+    const { child, out, closed } = spawnServe();
+    const stdout = () => out.stdout;
     try {
       child.stdin.write("print('first')\n");
-      await waitUntil(() => stdout.includes("first\n"), 20_000, () => stdout);
+      await waitUntil(() => stdout().includes("first\n"), 20_000, stdout);
       // A block is held until the line after it shows it has ended.
       child.stdin.write("for i in range(2):\n    print('loop', i)\n");
       await Bun.sleep(500);
-      expect(stdout).toBe("first\n");
+      expect(stdout()).toBe("first\n");
       child.stdin.write("\n");
-      await waitUntil(() => stdout.includes("loop 1\n"), 20_000, () => stdout);
+      await waitUntil(() => stdout().includes("loop 1\n"), 20_000, stdout);
       child.stdin.end("'last'\n");
       expect(await closed).toBe(0);
-      expect(stdout).toBe("first\nloop 0\nloop 1\n'last'\n");
+      expect(stdout()).toBe("first\nloop 0\nloop 1\n'last'\n");
     } finally {
       child.kill("SIGKILL");
     }
   }, 60_000);
 
   test("Ctrl-C (SIGINT) interrupts the running cell, stops reading, and exits 130", async () => {
-    home = makeHome();
-    const child = spawn(binary, ["serve"], { env: testEnv(home), cwd: home, stdio: ["pipe", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (s: string) => {
-      stdout += s;
-    });
-    child.stderr.setEncoding("utf8").on("data", (s: string) => {
-      stderr += s;
-    });
-    const closed = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+    const { child, out, closed } = spawnServe();
     try {
       child.stdin.write("print('spinning', flush=True)\nwhile True: pass\n\nprint('never')\n");
-      await waitUntil(() => stdout.includes("spinning\n"), 20_000, () => stdout);
+      await waitUntil(() => out.stdout.includes("spinning\n"), 20_000, () => out.stdout);
       await Bun.sleep(300);
       child.kill("SIGINT");
       expect(await closed).toBe(130);
-      expect(stderr).toContain("KeyboardInterrupt");
-      expect(stdout).not.toContain("never");
+      expect(out.stderr).toContain("KeyboardInterrupt");
+      expect(out.stdout).not.toContain("never");
     } finally {
       child.kill("SIGKILL");
     }
   }, 60_000);
 });
+
+/** `serve` with stdin left open, for tests that feed it line by line. */
+function spawnServe() {
+  home = makeHome();
+  const child = spawn(binary, ["serve"], { env: testEnv(home), cwd: home, stdio: ["pipe", "pipe", "pipe"] });
+  const out = { stdout: "", stderr: "" };
+  child.stdout.setEncoding("utf8").on("data", (s: string) => {
+    out.stdout += s;
+  });
+  child.stderr.setEncoding("utf8").on("data", (s: string) => {
+    out.stderr += s;
+  });
+  const closed = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+  return { child, out, closed };
+}
 
 async function waitUntil(ok: () => boolean, timeoutMs: number, show: () => string): Promise<void> {
   const deadline = Date.now() + timeoutMs;

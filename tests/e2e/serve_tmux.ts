@@ -34,6 +34,12 @@ export class TmuxPane {
     this.tmux("send-keys", "-t", "0", "-l", text);
   }
 
+  /** Types a line and presses Enter. */
+  enter(text: string): void {
+    this.type(text);
+    this.keys("Enter");
+  }
+
   /** The screen (and scrollback) as text; with `escapes`, colours and attributes as SGR sequences. */
   screen(escapes = false): string {
     return this.tmux("capture-pane", "-p", "-t", "0", "-S", "-500", ...(escapes ? ["-e"] : [])).replace(/\n+$/, "");
