@@ -5,7 +5,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { SupervisorConnection } from "./client_connection.ts";
-import { connectFast, connectSupervisor, helloOf, processAlive, stopAndWait } from "./client_start.ts";
+import { connectFast, connectSupervisor, processAlive, stopAndWait } from "./client_start.ts";
 import { AwreplError } from "./errors.ts";
 import { SESSION_NAME } from "./paths.ts";
 import type { DaemonStatus, ExecResult, InspectInfo, RestoreReport, SessionInfo, SessionSpec, StreamReply } from "./protocol.ts";
@@ -59,7 +59,7 @@ export class RemoteSession implements Session {
       return await request(conn);
     } catch (err) {
       const code = (err as AwreplError).code;
-      const retry = code === "version_mismatch" || (code === "supervisor_unreachable" && !conn.helloReceived);
+      const retry = code === "version_mismatch" || (code === "supervisor_unreachable" && !conn.helloReceived && !conn.unanswered);
       if (!retry) throw err;
       conn.close();
       this.conn = (await connectSupervisor(this.paths, { autostart: true, env: this.env })) as SupervisorConnection;
@@ -179,11 +179,10 @@ export async function stopDaemon(options: ClientOptions = {}): Promise<boolean> 
   if (!conn) return false;
   let pid: number;
   try {
-    pid = (await helloOf(conn)).pid;
+    pid = (await conn.hello).pid;
   } catch (err) {
-    const wentAway = conn.closed; // closed before answering: it was exiting anyway
     conn.close();
-    if (wentAway) return false;
+    if (!conn.unanswered) return false; // closed before answering: it was exiting anyway
     throw err;
   }
   await stopAndWait(conn, pid);

@@ -13,6 +13,9 @@ import type {
 import { AWREPL_VERSION, SUPERVISOR_PROTOCOL, type SupervisorPaths } from "./supervisor_paths.ts";
 import { connectLines, type LineConnection } from "./transport.ts";
 
+/** How long a client waits for the supervisor's hello. */
+const HELLO_TIMEOUT_MS = 15_000;
+
 type Pending = {
   resolve(value: unknown): void;
   reject(error: Error): void;
@@ -28,6 +31,8 @@ export class SupervisorConnection {
   private line: LineConnection | null = null;
   private closedError: Error | null = null;
   private helloWaiter: { resolve(h: HelloReply): void; reject(e: Error): void } | null = null;
+  /** True when the supervisor accepted the connection but did not answer hello in time. */
+  unanswered = false;
   /** True once the supervisor answered hello (before that, a closed connection ran nothing). */
   helloReceived = false;
   /** The supervisor's hello; rejects if the connection closes first. */
@@ -57,6 +62,18 @@ export class SupervisorConnection {
       throw new AwreplError("supervisor_unreachable", `Cannot connect to the supervisor at ${paths.socket}: ${(err as Error).message}`);
     }
     conn.line.write(JSON.stringify({ op: "hello", protocol: SUPERVISOR_PROTOCOL, version: AWREPL_VERSION }));
+    // A supervisor that accepts but never answers (stopped, wedged) must not hang every client.
+    const timer = setTimeout(() => {
+      if (!conn.helloReceived) {
+        conn.unanswered = true;
+        conn.fail(new AwreplError("supervisor_unreachable", `The supervisor did not answer within ${HELLO_TIMEOUT_MS / 1000} s; see its log: ${paths.log}`));
+      }
+    }, HELLO_TIMEOUT_MS);
+    timer.unref?.();
+    void conn.hello.then(
+      () => clearTimeout(timer),
+      () => clearTimeout(timer),
+    );
     return conn;
   }
 
@@ -141,7 +158,7 @@ export class SupervisorConnection {
     );
   }
 
-  private fail(error: Error): void {
+  fail(error: Error): void {
     if (this.closedError) return;
     this.closedError = error;
     this.helloWaiter?.reject(error);

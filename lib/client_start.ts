@@ -5,7 +5,6 @@ import { closeSync, existsSync, openSync, renameSync, statSync } from "node:fs";
 import { basename } from "node:path";
 import { SupervisorConnection } from "./client_connection.ts";
 import { AwreplError } from "./errors.ts";
-import type { HelloReply } from "./protocol.ts";
 import { ensurePrivateDir } from "./paths.ts";
 import { lockHolder, processAlive } from "./supervisor_lock.ts";
 import type { SupervisorPaths } from "./supervisor_paths.ts";
@@ -46,10 +45,11 @@ export async function connectSupervisor(paths: SupervisorPaths, options: Connect
     }
     let hello;
     try {
-      hello = await helloOf(conn);
+      hello = await conn.hello;
     } catch (err) {
-      // Accepted and then closed: it was exiting (idle exit, stop). Try again from the start.
       conn.close();
+      if (conn.unanswered) throw err; // wedged: waiting again would not help
+      // Accepted and then closed: it was exiting (idle exit, stop). Try again from the start.
       lastError = err as Error;
       continue;
     }
@@ -151,26 +151,6 @@ export function supervisorCommand(env: NodeJS.ProcessEnv, fileURLToPath: (url: U
   const built = fileURLToPath(new URL("../dist/awrepl", here));
   if (existsSync(built)) return [built, SUPERVISOR_SUBCOMMAND];
   throw new AwreplError("supervisor_unreachable", "Cannot find the awrepl executable to start the supervisor; set AWREPL_BIN");
-}
-
-/** The supervisor's hello, or an error naming the log if it does not come. */
-export function helloOf(conn: SupervisorConnection): Promise<HelloReply> {
-  return withTimeout(conn.hello, START_TIMEOUT_MS, conn.paths);
-}
-
-async function withTimeout<T>(promise: Promise<T>, ms: number, paths: SupervisorPaths): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new AwreplError("supervisor_unreachable", `The supervisor did not answer within ${ms / 1000} s; see its log: ${paths.log}`)),
-      ms,
-    );
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 export function sleep(ms: number): Promise<void> {
