@@ -48,7 +48,7 @@ export class Terminal {
   }
 }
 
-export type CellOptions = { timeoutMs: number; maxOutputBytes: number };
+export type CellOptions = { timeoutMs: number; maxOutputBytes: number; signal?: AbortSignal };
 
 /**
  * Runs `code`, echoing its output live (as much as the result keeps as its head, like `run`), then

@@ -22,19 +22,27 @@ export const statusExitCode: Record<ExecStatus, number> = {
   interrupted: ExitCode.interrupted,
 };
 
-/** Runs one cell; Ctrl-C (SIGINT) while it runs interrupts the cell, not the session. */
+/**
+ * Runs one cell; Ctrl-C (SIGINT) while it runs interrupts the cell, not the session. The first Ctrl-C
+ * aborts this call (in a shared session that withdraws it if another client's cell is still ahead of
+ * it); a later one interrupts again, for a cell that caught the first KeyboardInterrupt.
+ */
 export async function executeCell(run: ServeRun, code: string, onInterrupt?: () => void): Promise<ExecResult> {
+  const abort = new AbortController();
   const onSigint = () => {
     onInterrupt?.();
-    run.session.interrupt().catch(() => {
-      // The cell may have ended already; an interrupt that finds nothing to stop is not an error.
-    });
+    if (!abort.signal.aborted) abort.abort();
+    else
+      run.session.interrupt().catch(() => {
+        // The cell may have ended already; an interrupt that finds nothing to stop is not an error.
+      });
   };
   process.on("SIGINT", onSigint);
   try {
     return await runCell(run.session, code, run.term, {
       timeoutMs: run.state.timeoutMs,
       maxOutputBytes: run.state.maxOutputBytes,
+      signal: abort.signal,
     });
   } finally {
     process.off("SIGINT", onSigint);
