@@ -117,6 +117,74 @@ export async function cleanUpHome(home: string): Promise<void> {
   }
 }
 
+/** Peak RSS growth of a process over a stretch of work: VmHWM after it − VmRSS before it. */
+async function peakGrowth(pid: number, work: () => Promise<void>): Promise<number> {
+  const before = procStatusMiB(pid);
+  resetPeakRss(pid);
+  await work();
+  const peak = procStatusMiB(pid, "VmHWM");
+  if (before === null || peak === null) throw new Error(`Cannot read the RSS of the supervisor (pid ${pid})`);
+  return peak - before;
+}
+
+/**
+ * The big-output cell through the supervisor, twice: to an attach() client that asks for no live
+ * output, and from the CLI, which streams live output (the supervisor forwards every byte). MB/s of
+ * each, the CLI client's peak RSS, and the supervisor's peak RSS growth over each; then one cell three
+ * times as big from the CLI, whose extra peak shows whether memory follows the output's size.
+ */
+async function bigOutputFigures(remote: Session, home: string, env: NodeJS.ProcessEnv, smoke: boolean): Promise<Figures> {
+  const figures: Figures = {};
+  const bytes = smoke ? 1_000_000 : 100_000_000;
+  const runs = smoke ? 1 : 3;
+  const pid = await supervisorPid(home);
+  if (pid === null) throw new Error("No supervisor runs after attach()");
+  const speeds: number[] = [];
+  const attachGrowth = await peakGrowth(pid, async () => {
+    for (let i = 0; i < runs; i++) {
+      log(`attach: cell printing ${bytes / 1e6} MB`);
+      const start = performance.now();
+      const result = await withTimeout(remote.execute(bigOutputCell(bytes), { timeoutMs: 0 }), 600_000, "the big-output cell");
+      speeds.push(bytes / 1e6 / ((performance.now() - start) / 1000));
+      if (result.status !== "ok" || result.stdout.length + result.truncated_bytes < bytes) {
+        throw new Error(`Big-output cell: status ${result.status}, kept ${result.stdout.length}, dropped ${result.truncated_bytes}`);
+      }
+    }
+  });
+  figures.attach_big_output_mb_per_s = figure("MB/s", speeds, `${bytes / 1e6} MB, default 64 KiB output limit`);
+  figures.attach_big_output_supervisor_growth_mib = figure("MiB", [attachGrowth], "supervisor VmHWM − VmRSS before, attach() without live output");
+
+  const cliCall = (size: number) => {
+    const file = join(home, `cell_${size}.py`);
+    writeFileSync(file, bigOutputCell(size));
+    return [AWREPL_BIN, "-s", remote.id, "run", "-f", file];
+  };
+  const cliSpeeds: number[] = [];
+  const cliGrowth = await peakGrowth(pid, async () => {
+    for (let i = 0; i < runs; i++) {
+      log(`cli: cell printing ${bytes / 1e6} MB`);
+      const run = timeSpawn(cliCall(bytes), { env, timeoutMs: 600_000 });
+      cliSpeeds.push(bytes / 1e6 / (run.ms / 1000));
+    }
+  });
+  figures.cli_big_output_mb_per_s = figure("MB/s", cliSpeeds, "whole `awrepl -s s run -f cell.py` call, live output on");
+  figures.cli_big_output_supervisor_growth_mib = figure("MiB", [cliGrowth], "supervisor VmHWM − VmRSS before, CLI calls (live output streamed)");
+  const versionPeak = peakRssMiB([AWREPL_BIN, "--version"]);
+  figures.cli_big_output_client_peak_rss_mib = figure("MiB", [peakRssMiB(cliCall(bytes), { env, timeoutMs: 600_000 })], `awrepl --version alone peaks at ${versionPeak.toFixed(1)} MiB`);
+  if (!smoke) {
+    // Bounded means the peak does not follow the output's size: three times as much output must not
+    // raise it by more than GC slack. HWM is not reset: this is the extra over everything before.
+    log(`cli: cell printing ${(3 * bytes) / 1e6} MB`);
+    const peakBefore = procStatusMiB(pid, "VmHWM");
+    timeSpawn(cliCall(3 * bytes), { env, timeoutMs: 600_000 });
+    const peakAfter = procStatusMiB(pid, "VmHWM");
+    if (peakBefore !== null && peakAfter !== null) {
+      figures.cli_300mb_supervisor_extra_peak_mib = figure("MiB", [peakAfter - peakBefore], "extra supervisor peak from one 300 MB CLI cell after the 100 MB ones");
+    }
+  }
+  return figures;
+}
+
 export async function libraryFigures(options: BenchOptions = {}): Promise<Figures> {
   const smoke = options.smoke ?? false;
   const figures: Figures = {};
@@ -142,51 +210,7 @@ export async function libraryFigures(options: BenchOptions = {}): Promise<Figure
     const remote = await withTimeout(attach("remote", { home, python: PYTHON, clientEnv: env }), CALL_MS, "attach()");
     try {
       figures.attach_round_trip = figure("us", await roundTrips(remote, smoke ? 50 : 3000));
-      const bytes = smoke ? 1_000_000 : 100_000_000;
-      const cell = bigOutputCell(bytes);
-      const pid = await supervisorPid(home);
-      if (pid === null) throw new Error("No supervisor runs after attach()");
-      const rssBefore = procStatusMiB(pid);
-      resetPeakRss(pid);
-      const speeds: number[] = [];
-      for (let i = 0; i < (smoke ? 1 : 3); i++) {
-        log(`attach: cell printing ${bytes / 1e6} MB`);
-        const start = performance.now();
-        const result = await withTimeout(remote.execute(cell, { timeoutMs: 0 }), 600_000, "the big-output cell");
-        speeds.push(bytes / 1e6 / ((performance.now() - start) / 1000));
-        if (result.status !== "ok" || result.stdout.length + result.truncated_bytes < bytes) {
-          throw new Error(`Big-output cell: status ${result.status}, kept ${result.stdout.length}, dropped ${result.truncated_bytes}`);
-        }
-      }
-      figures.attach_big_output_mb_per_s = figure("MB/s", speeds, `${bytes / 1e6} MB, default 64 KiB output limit`);
-
-      const cellFile = join(home, "big_cell.py");
-      writeFileSync(cellFile, cell);
-      const cliSpeeds: number[] = [];
-      const cliCall = [AWREPL_BIN, "-s", "remote", "run", "-f", cellFile];
-      for (let i = 0; i < (smoke ? 1 : 3); i++) {
-        log(`cli: cell printing ${bytes / 1e6} MB`);
-        const run = timeSpawn(cliCall, { env, timeoutMs: 600_000 });
-        cliSpeeds.push(bytes / 1e6 / (run.ms / 1000));
-      }
-      figures.cli_big_output_mb_per_s = figure("MB/s", cliSpeeds, "whole `awrepl -s s run -f cell.py` call");
-      const clientPeak = peakRssMiB(cliCall, { env, timeoutMs: 600_000 });
-      const versionPeak = peakRssMiB([AWREPL_BIN, "--version"]);
-      figures.cli_big_output_client_peak_rss_mib = figure("MiB", [clientPeak], `awrepl --version alone peaks at ${versionPeak.toFixed(1)} MiB`);
-      const hwm = procStatusMiB(pid, "VmHWM");
-      figures.big_output_supervisor_peak_rss_mib = figure("MiB", hwm === null ? [] : [hwm], "VmHWM over the big-output cells");
-      if (hwm !== null && rssBefore !== null) {
-        figures.big_output_supervisor_rss_growth_mib = figure("MiB", [hwm - rssBefore], "VmHWM over the big-output cells − VmRSS before them");
-      }
-      if (!smoke && hwm !== null) {
-        // Bounded means the peak does not follow the output's size: three times as much output must
-        // not raise it by more than GC slack.
-        log("attach: cell printing 300 MB");
-        const result = await withTimeout(remote.execute(bigOutputCell(3 * bytes), { timeoutMs: 0 }), 600_000, "the 300 MB cell");
-        if (result.status !== "ok") throw new Error(`300 MB cell ended ${result.status}`);
-        const after = procStatusMiB(pid, "VmHWM");
-        if (after !== null) figures.big_output_supervisor_peak_growth_300mb_mib = figure("MiB", [after - hwm], "extra supervisor peak from one 300 MB cell after the 100 MB ones");
-      }
+      Object.assign(figures, await bigOutputFigures(remote, home, env, smoke));
     } finally {
       await remote.close();
     }
