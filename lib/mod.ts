@@ -1,5 +1,6 @@
 // The package entry: the library API of DESIGN.md.
-export { ReplSession, type ReplSessionInfo } from "./session.ts";
+export { ReplSession, type ReplSessionInfo, type ReplSessionOptions } from "./session.ts";
+export { SpareWorkers } from "./spare.ts";
 export { SessionPool } from "./pool.ts";
 export { AwreplError, ExitCode, type ErrorCode } from "./errors.ts";
 export type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, SnapshotReport } from "./types.ts";

@@ -2,21 +2,20 @@
 // namespace; the pool's options are every session's defaults.
 import { randomBytes } from "node:crypto";
 import { AwreplError } from "./errors.ts";
-import { ReplSession } from "./session.ts";
-import type { SessionOptions } from "./types.ts";
+import { ReplSession, type ReplSessionOptions } from "./session.ts";
 
 export class SessionPool implements AsyncDisposable {
-  readonly options: SessionOptions;
+  readonly options: ReplSessionOptions;
   private readonly sessions = new Map<string, ReplSession>();
   /** Ids being created: reserved so two concurrent createSession(id) calls cannot both succeed. */
   private readonly creating = new Set<string>();
 
-  constructor(options: SessionOptions = {}) {
+  constructor(options: ReplSessionOptions = {}) {
     this.options = options;
   }
 
   /** Starts a session under `id` (generated when omitted). A taken id throws "session_exists". */
-  async createSession(id?: string, options: SessionOptions = {}): Promise<ReplSession> {
+  async createSession(id?: string, options: ReplSessionOptions = {}): Promise<ReplSession> {
     const name = id ?? this.freshId();
     if (this.sessions.has(name) || this.creating.has(name)) {
       throw new AwreplError("session_exists", `Session ${JSON.stringify(name)} already exists in this pool`);

@@ -12,9 +12,18 @@ import type { DisplayItem, DoneEvent, ErrorEvent, ExecResult, ExecStatus, Inspec
 import { type Interpreter, resolveInterpreter } from "./python.ts";
 import { type Launch, runtimeLaunch } from "./runtime_source.ts";
 import type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, SnapshotReport } from "./types.ts";
-import { describeExit, Worker, type WorkerExit } from "./worker.ts";
+import { type SpareWorkers, spareKey } from "./spare.ts";
+import { describeExit, Worker, type WorkerExit, type WorkerListeners, type WorkerOptions } from "./worker.ts";
 
 export const DEFAULTS = { timeoutMs: 30_000, maxOutputBytes: 65_536, graceMs: 2_000 } as const;
+
+export type ReplSessionOptions = SessionOptions & {
+  /**
+   * Warm spare workers shared by the sessions of a long-lived host (the supervisor): a session takes
+   * a matching spare instead of starting Python, and starts the next spare once it is ready.
+   */
+  spares?: SpareWorkers;
+};
 
 export type ReplSessionInfo = {
   id: string;
@@ -38,6 +47,9 @@ type RunningCall = {
   disarm(): void;
 };
 
+/** How long after a session's worker is ready its replacement spare is started. */
+const SPARE_DELAY_MS = 100;
+
 const TIMEOUT_NOTICE = "The previous worker was killed after a timeout; this call ran in a fresh worker and the earlier state is gone.";
 
 export class ReplSession implements Session {
@@ -54,6 +66,7 @@ export class ReplSession implements Session {
 
   private readonly env: NodeJS.ProcessEnv;
   private readonly displays: DisplayWriter;
+  private readonly spares: SpareWorkers | null;
   private worker: Worker | null = null;
   private starting: Promise<Worker> | null = null;
   private running: RunningCall | null = null;
@@ -66,7 +79,7 @@ export class ReplSession implements Session {
   private closed = false;
   private closing: Promise<void> | null = null;
 
-  private constructor(id: string, options: SessionOptions, home: string, interpreter: Interpreter, env: NodeJS.ProcessEnv) {
+  private constructor(id: string, options: ReplSessionOptions, home: string, interpreter: Interpreter, env: NodeJS.ProcessEnv) {
     this.id = id;
     this.home = home;
     this.interpreter = interpreter;
@@ -76,10 +89,11 @@ export class ReplSession implements Session {
     this.graceMs = options.graceMs ?? DEFAULTS.graceMs;
     this.cwd = resolve(options.cwd ?? process.cwd());
     this.displays = new DisplayWriter(join(home, "display"), id);
+    this.spares = options.spares ?? null;
   }
 
   /** Resolves the interpreter, starts the worker and waits for its handshake. */
-  static async start(id: string, options: SessionOptions = {}): Promise<ReplSession> {
+  static async start(id: string, options: ReplSessionOptions = {}): Promise<ReplSession> {
     if (!SESSION_NAME.test(id)) {
       throw new AwreplError("usage", `Invalid session name ${JSON.stringify(id)}: use letters, digits, ".", "_" and "-" (at most 64, starting with a letter or digit)`);
     }
@@ -132,7 +146,8 @@ export class ReplSession implements Session {
   async inspect(name: string): Promise<InspectInfo> {
     const done = await this.enqueue(() => this.control({ type: "inspect", name }, false));
     if (done.status !== "ok" || !done.info) {
-      throw new AwreplError("name_not_found", `Name ${JSON.stringify(name)} is not defined in session ${this.id}${done.reason ? ` (${done.reason})` : ""}`);
+      const detail = done.reason && !done.reason.includes("not defined") ? ` (${done.reason})` : "";
+      throw new AwreplError("name_not_found", `Name ${JSON.stringify(name)} is not defined in session ${this.id}${detail}`);
     }
     return done.info;
   }
@@ -230,36 +245,51 @@ export class ReplSession implements Session {
   }
 
   private async spawnWorker(): Promise<Worker> {
-    const launch = await runtimeLaunch(this.home, this.interpreter);
-    try {
-      return await this.startWorker(launch);
-    } catch (err) {
-      // A damaged bytecode cache (truncated, another build's magic number) must not lock a user out:
-      // drop it and start from the source.
-      if (!launch.bytecode || !(err instanceof AwreplError) || err.code !== "no_interpreter") throw err;
-      rmSync(launch.bytecode, { force: true });
-      return this.startWorker(await runtimeLaunch(this.home, this.interpreter, { bytecode: false }));
+    let launch = await runtimeLaunch(this.home, this.interpreter);
+    const key = this.spares ? spareKey(launch.argv, this.cwd, this.env) : "";
+    let worker = this.spares ? await this.spares.take(key) : null;
+    if (worker) {
+      worker.setListeners(this.workerListeners());
+    } else {
+      try {
+        worker = await Worker.start(this.workerOptions(launch, this.workerListeners()));
+      } catch (err) {
+        // A damaged bytecode cache (truncated, another build's magic number) must not lock a user
+        // out: drop it and start from the source.
+        if (!launch.bytecode || !(err instanceof AwreplError) || err.code !== "no_interpreter") throw err;
+        rmSync(launch.bytecode, { force: true });
+        launch = await runtimeLaunch(this.home, this.interpreter, { bytecode: false });
+        worker = await Worker.start(this.workerOptions(launch, this.workerListeners()));
+      }
     }
-  }
-
-  private async startWorker(launch: Launch): Promise<Worker> {
-    const worker = await Worker.start({
-      argv: launch.argv,
-      stdinPreamble: launch.stdinPreamble,
-      cwd: this.cwd,
-      env: this.env,
-      onUnclaimedOutput: (stream, text) => {
-        (this.stray ??= new OutputCollector(this.maxOutputBytes)).add(stream, text);
-      },
-      // The worker is passed in: it may exit before start() returns it.
-      onExit: (exit, exited) => this.onWorkerExit(exited, exit),
-    });
     if (this.closed) {
       await worker.close(0);
       throw closedError(this.id);
     }
     this.worker = worker;
+    // The next session (or this one's next worker) takes a warm spare, started a little later: a
+    // spawn costs the host 1-5 ms of synchronous work, which must not delay this session's first cell.
+    const spares = this.spares;
+    if (spares) {
+      const used = launch;
+      const timer = setTimeout(() => spares.fill(spareKey(used.argv, this.cwd, this.env), () => Worker.start(this.workerOptions(used, {}))), SPARE_DELAY_MS);
+      timer.unref?.();
+    }
     return worker;
+  }
+
+  private workerOptions(launch: Launch, listeners: WorkerListeners): WorkerOptions {
+    return { argv: launch.argv, stdinPreamble: launch.stdinPreamble, cwd: this.cwd, env: this.env, ...listeners };
+  }
+
+  private workerListeners(): WorkerListeners {
+    return {
+      onUnclaimedOutput: (stream, text) => {
+        (this.stray ??= new OutputCollector(this.maxOutputBytes)).add(stream, text);
+      },
+      // The worker is passed in: it may exit before start() returns it.
+      onExit: (exit, exited) => this.onWorkerExit(exited, exit),
+    };
   }
 
   private onWorkerExit(worker: Worker, exit: WorkerExit): void {

@@ -18,7 +18,14 @@ export type RequestHandlers = {
 
 export type WorkerExit = { code: number | null; signal: string | null };
 
-export type WorkerOptions = {
+export type WorkerListeners = {
+  /** Output that belongs to no pending request (a background thread writing between cells). */
+  onUnclaimedOutput?(stream: "stdout" | "stderr", text: string): void;
+  /** Called once when the process has exited and every pending request has been rejected. */
+  onExit?(exit: WorkerExit, worker: Worker): void;
+};
+
+export type WorkerOptions = WorkerListeners & {
   /** The command to run: [interpreter, ...args]. */
   argv: string[];
   cwd?: string;
@@ -27,10 +34,6 @@ export type WorkerOptions = {
   stdinPreamble?: Uint8Array;
   /** How long to wait for `ready`. Default 15 s (ssh and containers can be slow). */
   startTimeoutMs?: number;
-  /** Output that belongs to no pending request (a background thread writing between cells). */
-  onUnclaimedOutput?(stream: "stdout" | "stderr", text: string): void;
-  /** Called once when the process has exited and every pending request has been rejected. */
-  onExit?(exit: WorkerExit, worker: Worker): void;
 };
 
 type Pending = {
@@ -73,10 +76,10 @@ export class Worker {
   private killedByUs = false;
   private resolveExited!: (exit: WorkerExit) => void;
   private readyWaiter: { resolve(): void; reject(err: Error): void } | null = null;
-  private readonly options: WorkerOptions;
+  private listeners: WorkerListeners;
 
   private constructor(options: WorkerOptions) {
-    this.options = options;
+    this.listeners = { onUnclaimedOutput: options.onUnclaimedOutput, onExit: options.onExit };
     this.argv = options.argv;
     this.exited = new Promise((r) => {
       this.resolveExited = r;
@@ -145,6 +148,11 @@ export class Worker {
       if (body.type === "execute" && this.active === null) this.active = pending;
       this.write(JSON.stringify({ ...body, id }));
     });
+  }
+
+  /** Replaces the listeners (a spare worker started by one owner is adopted by another). */
+  setListeners(listeners: WorkerListeners): void {
+    this.listeners = listeners;
   }
 
   /** The id the latest request() was sent with (read right after the call to target an interrupt at it). */
@@ -287,7 +295,7 @@ export class Worker {
         // whatever runs now.
         const p = event.id === null ? this.active : (this.pending.get(event.id) ?? this.active);
         if (p?.handlers?.output) p.handlers.output(event.event, event.text);
-        else this.options.onUnclaimedOutput?.(event.event, event.text);
+        else this.listeners.onUnclaimedOutput?.(event.event, event.text);
         return;
       }
       case "result":
@@ -368,7 +376,7 @@ export class Worker {
       this.readyWaiter = null;
       this.failPending(error);
       this.resolveExited(exit);
-      this.options.onExit?.(exit, this);
+      this.listeners.onExit?.(exit, this);
     };
     const stdout = this.child.stdout;
     if (!stdout || stdout.readableEnded || stdout.destroyed || spawnError) {
