@@ -842,11 +842,48 @@ def _register_source(filename, code):
         _flush_sources()
 
 
-def _flush_sources():
-    import linecache
+def _flush_sources(linecache=None):
+    if linecache is None:
+        import linecache
     while _pending_sources:
         filename, code = _pending_sources.pop(0)
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+
+
+class _LinecacheHook(object):
+    """A meta-path finder that fills linecache with the pending cell sources the moment anything
+    imports it (`import inspect` in a cell, then inspect.getsource of an earlier cell's function)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "linecache":
+            return None
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        from importlib.machinery import PathFinder
+        spec = PathFinder.find_spec(name, path)
+        if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = _LinecacheLoader(spec.loader)
+        return spec
+
+
+class _LinecacheLoader(object):
+    def __init__(self, loader):
+        self._loader = loader
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        module.__loader__ = self._loader
+        if module.__spec__ is not None:
+            module.__spec__.loader = self._loader
+        _flush_sources(module)
 
 
 def _mentions_asyncio(co):
@@ -2075,6 +2112,8 @@ def main():
     _user_module = types.ModuleType("__main__")
     sys.modules["__main__"] = _user_module
     sys.modules["awrepl"] = _make_awrepl_module()
+    if "linecache" not in sys.modules:
+        sys.meta_path.insert(0, _LinecacheHook())
     _ns = _fresh_namespace()
     _init_json()  # before the pumps: they frame with it
     for p in pumps:

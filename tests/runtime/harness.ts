@@ -3,6 +3,10 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { readFileSync } from "node:fs";
+import { setDefaultTimeout } from "bun:test";
+
+// Each test spawns real interpreters; on a loaded machine bun's 5 s default is too tight.
+setDefaultTimeout(30_000);
 
 export const PYTHON = process.env.AWREPL_TEST_PYTHON || "/usr/bin/python3";
 export const RUNTIME_PATH = fileURLToPath(new URL("../../runtime.py", import.meta.url));
