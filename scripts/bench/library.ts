@@ -7,6 +7,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { attach, daemonStatus, stopDaemon } from "../../lib/client.ts";
 import { ReplSession } from "../../lib/session.ts";
+import { SpareWorkers } from "../../lib/spare.ts";
 import type { Session } from "../../lib/types.ts";
 import {
   AWREPL_BIN,
@@ -57,6 +58,40 @@ async function newSessionToResult(home: string, runs: number): Promise<number[]>
     }
   }
   return samples;
+}
+
+/**
+ * The same in a long-lived host that keeps a warm spare worker (SpareWorkers, as the supervisor may):
+ * each run waits until the spare is ready, as a host creating sessions at an agent's pace would find it.
+ */
+async function newSessionWithSpare(home: string, runs: number): Promise<number[]> {
+  const spares = new SpareWorkers();
+  const sessions: ReplSession[] = [];
+  try {
+    sessions.push(await ReplSession.start("spare-warm", { home, python: PYTHON, spares }));
+    const samples: number[] = [];
+    for (let i = 0; i < runs; i++) {
+      await waitForSpare(spares);
+      const start = performance.now();
+      const session = await withTimeout(ReplSession.start(`spare${i}`, { home, python: PYTHON, spares }), CALL_MS, "ReplSession.start");
+      sessions.push(session);
+      const result = await withTimeout(session.execute("1+1"), CALL_MS, "first execute");
+      samples.push(performance.now() - start);
+      if (result.value !== "2") throw new Error(`First result was ${JSON.stringify(result)}`);
+    }
+    return samples;
+  } finally {
+    await Promise.all(sessions.map((s) => s.close()));
+    await spares.closeAll();
+  }
+}
+
+async function waitForSpare(spares: SpareWorkers): Promise<void> {
+  const deadline = performance.now() + CALL_MS;
+  while ((await spares.pids()).length === 0) {
+    if (performance.now() > deadline) throw new Error(`No spare worker became ready within ${CALL_MS} ms`);
+    await Bun.sleep(10);
+  }
 }
 
 /**
@@ -193,6 +228,8 @@ export async function libraryFigures(options: BenchOptions = {}): Promise<Figure
   try {
     log("library: new session to first result");
     figures.library_new_session_to_result = figure("ms", await newSessionToResult(home, smoke ? 1 : 9));
+    log("library: new session to first result, warm spare worker");
+    figures.library_new_session_with_spare = figure("ms", await newSessionWithSpare(home, smoke ? 1 : 9), "SpareWorkers: a spare was ready");
 
     log("library: execute round trip (ReplSession)");
     const local = await ReplSession.start("local", { home, python: PYTHON });
