@@ -284,6 +284,23 @@ describe("order, lifecycle and the rest of the interface", () => {
     expect((await s.execute("log")).value).toBe("[1, 2, 3, 4, 5]");
   });
 
+  test("calls of different kinds keep their arrival order", async () => {
+    const s = await start();
+    const first = s.execute("import time; time.sleep(0.1); x = 1");
+    const vars = s.variables();
+    const second = s.execute("x + 1");
+    const info = s.inspect("x");
+    expect((await first).status).toBe("ok");
+    expect((await vars).x).toContain("int");
+    expect((await second).value).toBe("2");
+    expect((await info).repr).toBe("1");
+    // A failed call does not stall the queue.
+    const bad = s.inspect("missing");
+    const after = s.execute("3");
+    expect((await rejection(bad)).code).toBe("name_not_found");
+    expect((await after).value).toBe("3");
+  });
+
   test("close() leaves no process and later calls are refused", async () => {
     const s = await start();
     const pid = s.pid ?? 0;

@@ -76,6 +76,8 @@ export class ReplSession implements Session {
   private stray: OutputCollector | null = null;
   private queue: Promise<unknown> = Promise.resolve();
   private queued = 0;
+  /** Calls started or waiting; 0 means the next call may start at once. */
+  private inFlight = 0;
   private closed = false;
   private closing: Promise<void> | null = null;
 
@@ -229,8 +231,13 @@ export class ReplSession implements Session {
       this.lastActiveAt = Date.now();
       return task();
     };
-    const result = this.queue.then(run, run);
-    this.queue = result.catch(() => undefined);
+    // Idle: start at once (the hot path of one call after another); busy: wait for the tail.
+    const result = this.inFlight === 0 ? run() : this.queue.then(run, run);
+    this.inFlight++;
+    const settled = () => {
+      this.inFlight--;
+    };
+    this.queue = result.then(settled, settled);
     return result;
   }
 
@@ -355,7 +362,8 @@ export class ReplSession implements Session {
   }
 
   private async runCell(code: string, options: ExecuteOptions): Promise<ExecResult> {
-    const worker = await this.ensureWorker();
+    const live = this.worker;
+    const worker = live !== null && live.state === "ready" ? live : await this.ensureWorker();
     const timeoutMs = options.timeoutMs ?? this.timeoutMs;
     const limit = options.maxOutputBytes ?? this.maxOutputBytes;
     let notice = this.lostNotice ?? undefined;
