@@ -32,6 +32,9 @@ type Connection = {
   hello: "pending" | "ok" | "mismatch";
   /** Live output bytes dropped because the client read too slowly (reported once it catches up). */
   dropped: number;
+  /** Reply lines waiting for this turn's write, and their size. */
+  outbox: string[];
+  outboxBytes: number;
 };
 
 export async function runSupervisor(options: ClientOptions = {}): Promise<number> {
@@ -100,7 +103,7 @@ class Supervisor {
   }
 
   accept(socket: Socket): void {
-    const conn: Connection = { socket, hello: "pending", dropped: 0 };
+    const conn: Connection = { socket, hello: "pending", dropped: 0, outbox: [], outboxBytes: 0 };
     this.connections.add(conn);
     this.checkIdle();
     wireLines(
@@ -269,15 +272,29 @@ class Supervisor {
     };
   }
 
+  /**
+   * Queues a reply line; the lines queued in one turn of the event loop (a worker's chunk of output
+   * events, say) go out in one write, which is what keeps a chatty cell's throughput up.
+   */
   private reply(conn: Connection, message: SupervisorReply): void {
     const socket = conn.socket;
     if (socket.destroyed || !socket.writable) return;
-    socket.write(JSON.stringify(message) + "\n");
+    conn.outbox.push(JSON.stringify(message));
+    conn.outboxBytes += conn.outbox[conn.outbox.length - 1]!.length;
+    if (conn.outbox.length === 1) queueMicrotask(() => this.flush(conn));
+  }
+
+  private flush(conn: Connection): void {
+    const lines = conn.outbox;
+    conn.outbox = [];
+    conn.outboxBytes = 0;
+    if (lines.length === 0 || conn.socket.destroyed || !conn.socket.writable) return;
+    conn.socket.write(lines.join("\n") + "\n");
   }
 
   /** Live output: dropped (and counted) while the client has too much unread. */
   private stream(conn: Connection, message: SupervisorReply, size: number): void {
-    if (conn.socket.writableLength > MAX_BACKLOG_BYTES) {
+    if (conn.socket.writableLength + conn.outboxBytes > MAX_BACKLOG_BYTES) {
       conn.dropped += size;
       return;
     }
