@@ -47,8 +47,9 @@ if ! ./node_modules/.bin/tsc --noEmit; then
   failed=$((failed + 1))
 fi
 
-# Every suite, one bun test run (the e2e tests use the binary built above).
-run_bun_test "bun test lib/ tests/" "$BUN" test --timeout 60000 lib/ tests/
+# Every suite, one bun test run (the e2e tests use the binary built above; scripts/bench/ holds the
+# benchmarks' smoke test).
+run_bun_test "bun test lib/ tests/ scripts/bench/" "$BUN" test --timeout 60000 lib/ tests/ scripts/bench/
 
 # The runtime protocol on the oldest and the newest supported interpreter.
 for py in "$PY39" "$PY313"; do
