@@ -175,7 +175,7 @@ def main():
         import ipykernel
         import jupyter_client
     except ImportError as exc:
-        print(json.dumps({"available": False, "reason": f"{PYTHON} cannot import Jupyter: {exc}"}))
+        print(json.dumps({"available": False, "reason": f"{sys.executable} cannot import Jupyter: {exc}"}))
         return
     runs = 1 if args.smoke else args.runs
     round_trips = 20 if args.smoke else 2000
