@@ -67,12 +67,9 @@ export async function runMetaCommand(line: string, session: Session, term: Termi
 
 function showHelp(term: Terminal, width: number): void {
   const pad = Math.max(...HELP.map(([cmd]) => cmd.length)) + 2;
-  const lines: string[] = [];
-  for (const [cmd, what] of HELP) {
-    // On a narrow terminal the description goes under its command instead of wrapping mid-word.
-    if (pad + what.length <= width) lines.push(cmd.padEnd(pad) + what);
-    else lines.push(cmd, ...wrap(what, width - 2).map((l) => `  ${l}`));
-  }
+  // On a narrow terminal every description goes under its command instead of wrapping mid-word.
+  const table = HELP.every(([, what]) => pad + what.length <= width);
+  const lines = HELP.flatMap(([cmd, what]) => (table ? [cmd.padEnd(pad) + what] : [cmd, ...wrap(what, width - 2).map((l) => `  ${l}`)]));
   lines.push(...wrap("Ctrl-C interrupts a running cell or clears the line; Tab completes.", width));
   term.out(lines.join("\n") + "\n");
 }

@@ -44,7 +44,12 @@ export class LineReader {
     // readline leaves only on Ctrl-D at an empty line; a continuation line holding nothing but its
     // pre-filled indent counts as empty too (this listener runs after readline's own).
     options.input.on("keypress", (_text: string | undefined, key: { ctrl?: boolean; name?: string } | undefined) => {
-      if (key?.ctrl && key.name === "d" && this.#waiter && this.rl.line !== "" && this.rl.line.trim() === "") this.rl.close();
+      if (!this.#waiter) return;
+      if (key?.ctrl && key.name === "d" && this.rl.line !== "" && this.rl.line.trim() === "") {
+        this.rl.close();
+        return;
+      }
+      this.#trackWrappedRows();
     });
     this.rl.on("line", (line) => this.#deliver({ kind: "line", line }));
     this.rl.on("SIGINT", () => this.#cancel());
@@ -88,6 +93,17 @@ export class LineReader {
 
   close(): void {
     if (!this.#closed) this.rl.close();
+  }
+
+  /**
+   * Text typed or pasted in one chunk at the end of the line is written as is and the terminal wraps
+   * it, but readline (Node's and Bun's alike) does not update `prevRows`, the row of the cursor below
+   * the prompt it moves back up by on its next redraw; the next edit then redraws one row too low and
+   * the first row appears twice. With the cursor at the end, its row is known: record it.
+   */
+  #trackWrappedRows(): void {
+    const state = this.rl as unknown as { prevRows?: number; line: string; cursor: number };
+    if (state.cursor === state.line.length) state.prevRows = this.rl.getCursorPos().rows;
   }
 
   #setRawMode(raw: boolean): void {

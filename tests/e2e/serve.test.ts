@@ -214,7 +214,7 @@ describe("serve in a terminal", () => {
     expect(colored.screen(true)).toMatch(/\x1b\[[0-9;]*m>>>/);
   }, 60_000);
 
-  test("a 40-column terminal: banner and help wrap between words, not through them", async () => {
+  test("a 40-column terminal: banner and help wrap between words; a wrapped line edits in place", async () => {
     const pane = serve(["-s", "narrow-session"], { width: 40 });
     const screen = await pane.waitFor(PROMPT);
     const bannerLines = screen.split("\n").slice(0, screen.split("\n").findIndex((l) => l === ">>> "));
@@ -224,6 +224,17 @@ describe("serve in a terminal", () => {
     pane.enter(":help");
     const help = await pane.waitFor("Tab completes");
     for (const line of help.split("\n")) expect(line.length).toBeLessThanOrEqual(40);
+    // A line longer than the terminal, typed in one go, then edited at its start: redrawn in place.
+    await ready(pane, 2);
+    pane.type("values = [n * n for n in range(12) if n % 2 == 0]");
+    await pane.waitFor("% 2 == 0]");
+    pane.keys("C-a");
+    pane.enter("sq_");
+    await ready(pane, 3);
+    pane.enter("sq_values");
+    const rows = (await pane.waitFor("[0, 4, 16, 36, 64, 100]")).split("\n");
+    expect(rows.filter((r) => r.startsWith(">>> sq_values = [n * n"))).toHaveLength(1);
+    expect(rows.filter((r) => r.startsWith(">>> values"))).toHaveLength(0);
   }, 60_000);
 });
 
