@@ -320,6 +320,14 @@ describe("order, lifecycle and the rest of the interface", () => {
     expect(err.message).toContain("exited with code 1");
   });
 
+  test("bad limits are usage errors and run nothing", async () => {
+    expect((await rejection(ReplSession.start("x", { python: PYTHON, home: tmp.home, timeoutMs: -1 }))).code).toBe("usage");
+    const s = await start();
+    expect((await rejection(s.execute("x = 1", { timeoutMs: Number.NaN }))).code).toBe("usage");
+    expect((await rejection(s.execute("x = 1", { maxOutputBytes: -5 }))).code).toBe("usage");
+    expect((await s.execute("'x' in globals()")).value).toBe("False");
+  });
+
   test("a missing interpreter is no_interpreter", async () => {
     expect((await rejection(ReplSession.start("x", { python: "/nonexistent/python3", home: tmp.home }))).code).toBe("no_interpreter");
   });

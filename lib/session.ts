@@ -99,11 +99,7 @@ export class ReplSession implements Session {
     if (!SESSION_NAME.test(id)) {
       throw new AwreplError("usage", `Invalid session name ${JSON.stringify(id)}: use letters, digits, ".", "_" and "-" (at most 64, starting with a letter or digit)`);
     }
-    for (const [key, value] of [["timeoutMs", options.timeoutMs], ["maxOutputBytes", options.maxOutputBytes], ["graceMs", options.graceMs]] as const) {
-      if (value !== undefined && (!Number.isFinite(value) || value < 0)) {
-        throw new AwreplError("usage", `${key} must be a non-negative number, not ${value}`);
-      }
-    }
+    checkLimits(options);
     const home = ensurePrivateDir(options.home ?? stateDir());
     const env = options.env ? { ...process.env, ...options.env } : process.env;
     const cwd = resolve(options.cwd ?? process.cwd());
@@ -137,6 +133,11 @@ export class ReplSession implements Session {
 
   execute(code: string, options: ExecuteOptions = {}): Promise<ExecResult> {
     if (typeof code !== "string") return Promise.reject(new AwreplError("usage", `Code must be a string, not ${typeof code}`));
+    try {
+      checkLimits(options);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     return this.enqueue(() => this.runCell(code, options));
   }
 
@@ -512,5 +513,15 @@ function callSafely<A extends unknown[]>(fn: (...args: A) => void, ...args: A): 
     fn(...args);
   } catch {
     // Ignored: see above.
+  }
+}
+
+/** Timeouts and limits are non-negative finite numbers (NaN would fire a deadline at once). */
+function checkLimits(options: { timeoutMs?: number; maxOutputBytes?: number; graceMs?: number }): void {
+  for (const key of ["timeoutMs", "maxOutputBytes", "graceMs"] as const) {
+    const value = options[key];
+    if (value !== undefined && (typeof value !== "number" || !Number.isFinite(value) || value < 0)) {
+      throw new AwreplError("usage", `${key} must be a non-negative number, not ${String(value)}`);
+    }
   }
 }
