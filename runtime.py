@@ -354,9 +354,19 @@ def _batch_open(chan, cid, s):
         _retry_deferred_sigint()
 
 
+def _block_sigint():
+    """Runtime threads never take SIGINT: a signal sent to the process (kill -INT pid) must reach
+    the main thread, where it wakes a blocking call in the cell."""
+    try:
+        _signal.pthread_sigmask(_signal.SIG_BLOCK, [_signal.SIGINT])
+    except (AttributeError, OSError, ValueError):
+        pass
+
+
 def _batch_timer():
     """While a cell runs, ship its batch every 50 ms even when the cell stops printing."""
     import time
+    _block_sigint()
     while True:
         _timer_wake.acquire()  # released when an execute starts
         while _live_cell is not None or _bparts:
@@ -499,6 +509,7 @@ def _pump_loop(p):
 
 def _pump_forever(p):
     """A pump must outlive any error: a dead pump would leave its pipe to fill up."""
+    _block_sigint()
     while True:
         try:
             _pump_loop(p)
@@ -1367,6 +1378,7 @@ def _on_line(line):
 
 
 def _reader():
+    _block_sigint()
     parts = []
     fd = _req_fd
     while True:
@@ -2063,7 +2075,10 @@ def _after_fork_in_child():
 
 def main():
     global _pumps, _reqq, _monotonic, _cell_var, _cell_get, _cell_set, _cell_reset, _FENCE
-    global _signal, _use_signal, _user_module, _runtime_module, _ns, _serving
+    global _use_signal, _user_module, _runtime_module, _ns, _serving
+    global _signal
+    import _signal
+    _signal.signal(_signal.SIGINT, _on_sigint)  # first: a SIGINT during start-up is ignored, not fatal
     pumps = _setup_fds()
     version = "%d.%d.%d" % sys.version_info[:3]
     _write_all(('{"event":"ready","protocol":%d,"python":"%s","capabilities":[%s],"pid":%d}\n'
@@ -2071,10 +2086,9 @@ def main():
     # Everything below runs while the host prepares its first request.
     import time
     import _queue
-    import _signal as signal_mod
+    signal_mod = _signal
     import contextvars
     _monotonic = time.monotonic
-    _signal = signal_mod
     _reqq = _queue.SimpleQueue()
     _cell_var = contextvars.ContextVar("awrepl_cell")
     _cell_get = _cell_var.get
@@ -2119,7 +2133,6 @@ def main():
     for p in pumps:
         _thread.start_new_thread(_pump_forever, (p,))
     _thread.start_new_thread(_batch_timer, ())
-    signal_mod.signal(signal_mod.SIGINT, _on_sigint)
     _serving = True
     _thread.start_new_thread(_reader, ())
     _serve()
@@ -2195,6 +2208,7 @@ def _exit_process():
 
     def hard_exit():
         import time
+        _block_sigint()
         time.sleep(2.0)
         os._exit(0)
     _thread.start_new_thread(hard_exit, ())  # non-daemon user threads must not hold the exit

@@ -120,4 +120,19 @@ describe("interrupt", () => {
     expect(done.status).toBe("ok");
     expect(rt.events.find((e) => e.id === id && e.event === "result")!.text).toBe("True");
   });
+
+  test("a SIGINT sent to the process interrupts the running cell, even in a blocking call", async () => {
+    const rt = await Runtime.start();
+    process.kill(rt.pid, "SIGINT"); // idle: ignored
+    expect((await rt.exec("'alive'")).result).toBe("'alive'");
+    const id = rt.newId("sig");
+    const start = rt.events.length;
+    rt.send({ type: "execute", id, code: "import time\nprint('go', flush=True)\ntime.sleep(60)" });
+    await rt.waitFor((e) => e.event === "stdout" && e.id === id, 10_000, start);
+    await sleep(50);
+    process.kill(rt.pid, "SIGINT");
+    const done = await rt.waitFor((e) => e.event === "done" && e.id === id, 10_000, start);
+    expect(done.status).toBe("error");
+    expect(rt.events.find((e) => e.event === "error" && e.id === id)!.ename).toBe("KeyboardInterrupt");
+  });
 });
