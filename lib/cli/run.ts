@@ -6,7 +6,7 @@
 // parseFastRun lets main() skip building the commander program for a well-formed `run` command.
 import { ExitCode } from "../errors.ts";
 import { SESSION_NAME } from "../paths.ts";
-import type { ExecResult } from "../protocol.ts";
+import type { ReplSession } from "../session.ts";
 import type { ExecuteOptions, Session } from "../types.ts";
 import type { CliContext } from "./context.ts";
 import { readCell } from "./input.ts";
@@ -33,13 +33,31 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
   const maxOutputBytes = args.maxOutputBytes ?? config.maxOutputBytes;
   const python = args.python ?? config.python;
 
-  // Ctrl-C interrupts the cell, not the session; a second Ctrl-C gives up waiting.
+  // Ctrl-C interrupts the cell, not the session. Code in C can ignore the interrupt: if the cell has
+  // not stopped after the grace period, an ephemeral worker is ended (its state dies with this command
+  // anyway) and a named session is left to its timeout; a second Ctrl-C stops waiting at once.
   const abort = new AbortController();
-  let interrupts = 0;
+  let ephemeral: ReplSession | undefined;
+  let stopWaiting: () => void = () => {};
+  const gaveUp = new Promise<"gave up">((resolve) => (stopWaiting = () => resolve("gave up")));
+  let stuck: ReturnType<typeof setTimeout> | undefined;
+  let abandoned = false; // the ephemeral worker was ended after Ctrl-C: its "died" is our doing
   const onSigint = () => {
-    interrupts++;
-    if (interrupts === 1) abort.abort();
-    else process.exit(ExitCode.interrupted);
+    if (abort.signal.aborted) {
+      if (ephemeral?.pid) killGroup(ephemeral.pid);
+      process.exit(ExitCode.interrupted);
+    }
+    abort.abort();
+    stuck = setTimeout(() => {
+      const waited = `The cell did not stop within ${config.graceMs} ms of Ctrl-C (code in C can ignore interrupts)`;
+      if (ephemeral) {
+        abandoned = true;
+        void writeStream("stderr", `awrepl: ${waited}; ending its worker.\n`);
+        void ephemeral.close().finally(stopWaiting);
+      } else {
+        void writeStream("stderr", `awrepl: ${waited}; the session runs it until its timeout. Ctrl-C again stops waiting.\n`);
+      }
+    }, config.graceMs);
   };
   process.on("SIGINT", onSigint);
 
@@ -52,14 +70,19 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
     } else {
       const [{ ReplSession }, { stateDir }] = await Promise.all([import("../session.ts"), import("../paths.ts")]);
       const options = { timeoutMs, maxOutputBytes, graceMs: config.graceMs, python, cwd: process.cwd(), home: stateDir(ctx.env) };
-      session = await ReplSession.start(EPHEMERAL_ID, options);
+      session = ephemeral = await ReplSession.start(EPHEMERAL_ID, options);
     }
     if (abort.signal.aborted) return ExitCode.interrupted;
 
     const live = args.json ? undefined : new LiveEcho(maxOutputBytes, (stream, text) => void writeStream(stream, text));
     const execOptions: ExecuteOptions = { timeoutMs, maxOutputBytes, signal: abort.signal };
     if (live) execOptions.onOutput = (stream, text) => live.output(stream, text);
-    const result: ExecResult = await session.execute(code, execOptions);
+    const execution = session.execute(code, execOptions).catch((err: unknown) => {
+      if (abandoned) return "gave up" as const; // we closed its worker ourselves
+      throw err;
+    });
+    const result = await Promise.race([execution, gaveUp]);
+    if (result === "gave up" || abandoned) return ExitCode.interrupted;
     if (name === undefined) result.session = null;
 
     if (args.json) await writeStream("stdout", renderJson(result));
@@ -69,9 +92,20 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
     }
     return exitCodeFor(result);
   } finally {
+    clearTimeout(stuck);
     process.off("SIGINT", onSigint);
     // close() ends an ephemeral worker; for a named session it only detaches (the session stays).
     await session?.close();
+  }
+}
+
+/** Ends a worker's whole process group at once (the second Ctrl-C: no time for a graceful close). */
+function killGroup(pid: number): void {
+  try {
+    if (process.platform === "win32") process.kill(pid, "SIGKILL");
+    else process.kill(-pid, "SIGKILL");
+  } catch {
+    // Already gone.
   }
 }
 

@@ -11,14 +11,16 @@ describe("awrepl run: output", () => {
       expect(r.stdout).toBe("hello\nworld!"); // exactly: no newline is added to the cell's own output
       expect(r.stderr).toBe("");
       expect(r.code).toBe(0);
-    }));
+    }),
+  30_000);
 
   test("prints the trailing expression's repr like a REPL", () =>
     withHome(async (home) => {
       const r = await run(["run", "x = [1, 2]\nx + [3]"], { home });
       expect(r.stdout).toBe("[1, 2, 3]\n");
       expect(r.code).toBe(0);
-    }));
+    }),
+  30_000);
 
   test("a cell's stderr goes to stderr, fd-level output included", () =>
     withHome(async (home) => {
@@ -26,7 +28,8 @@ describe("awrepl run: output", () => {
       expect(r.stdout).toBe("out\n");
       expect(r.stderr).toBe("err\nraw\n");
       expect(r.code).toBe(0);
-    }));
+    }),
+  30_000);
 
   test("a ZeroDivisionError exits 1 with the failing cell line and the error", () =>
     withHome(async (home) => {
@@ -38,7 +41,8 @@ describe("awrepl run: output", () => {
       expect(r.stderr).toContain("return 1 / 0");
       expect(r.stderr).toContain("--traceback");
       expect(r.stderr).not.toContain("Traceback (most recent call last)");
-    }));
+    }),
+  30_000);
 
   test("--traceback shows every frame of the cell", () =>
     withHome(async (home) => {
@@ -48,7 +52,8 @@ describe("awrepl run: output", () => {
       expect(r.stderr).toContain("f()");
       expect(r.stderr).toContain("return 1 / 0");
       expect(r.stderr.trimEnd().split("\n").at(-1)).toBe("ZeroDivisionError: division by zero");
-    }));
+    }),
+  30_000);
 
   test("a SyntaxError exits 1 and shows the offending line", () =>
     withHome(async (home) => {
@@ -56,7 +61,8 @@ describe("awrepl run: output", () => {
       expect(r.code).toBe(1);
       expect(r.stderr).toContain("def broken(:");
       expect(r.stderr.trimEnd().split("\n").at(-1)).toStartWith("SyntaxError:");
-    }));
+    }),
+  30_000);
 
   test("--max-output 50 truncates to head, marker and tail with the exact count", () =>
     withHome(async (home) => {
@@ -69,7 +75,8 @@ describe("awrepl run: output", () => {
       const result = JSON.parse(json.stdout);
       expect(result.truncated).toBe(true);
       expect(result.truncated_bytes).toBe(502 - 50);
-    }));
+    }),
+  30_000);
 });
 
 describe("awrepl run: display data", () => {
@@ -89,7 +96,8 @@ describe("awrepl run: display data", () => {
       expect(json.display).toHaveLength(1);
       expect(json.display[0]["text/plain"]).toBe("<Figure 1>");
       expect(readFileSync(json.display[0]["image/png"], "utf8")).toBe("PNGDATA");
-    }));
+    }),
+  30_000);
 });
 
 describe("awrepl run: where the cell comes from", () => {
@@ -98,14 +106,16 @@ describe("awrepl run: where the cell comes from", () => {
       const r = await run(["run", "-"], { home, input: "import json\nprint(json.dumps({'a': [1, 2]}))\n" });
       expect(r.stdout).toBe('{"a": [1, 2]}\n');
       expect(r.code).toBe(0);
-    }));
+    }),
+  30_000);
 
   test("no CODE and a non-terminal stdin reads stdin", () =>
     withHome(async (home) => {
       const r = await run(["run"], { home, input: "quote = \"it's\"\nprint(quote)\n" });
       expect(r.stdout).toBe("it's\n");
       expect(r.code).toBe(0);
-    }));
+    }),
+  30_000);
 
   test("-f FILE reads a file", () =>
     withHome(async (home) => {
@@ -114,13 +124,15 @@ describe("awrepl run: where the cell comes from", () => {
       const r = await run(["run", "-f", file], { home });
       expect(r.stdout).toBe("10\n");
       expect(r.code).toBe(0);
-    }));
+    }),
+  30_000);
 
   test("-- lets the code start with a dash", () =>
     withHome(async (home) => {
       const r = await run(["run", "--", "-1 + 3"], { home });
       expect(r.stdout).toBe("2\n");
-    }));
+    }),
+  30_000);
 });
 
 describe("awrepl run --json", () => {
@@ -137,7 +149,8 @@ describe("awrepl run --json", () => {
       }
       expect(result).toMatchObject({ stdout: "out\n", stderr: "err\n", value: "42", exception: null, traceback: "", truncated: false, truncated_bytes: 0, status: "ok", session: null, display: [] });
       expect(typeof result.duration_ms).toBe("number");
-    }));
+    }),
+  30_000);
 
   test("an exception is status error, exit 1, with exception and traceback", () =>
     withHome(async (home) => {
@@ -148,7 +161,8 @@ describe("awrepl run --json", () => {
       expect(result.exception).toBe("ZeroDivisionError: division by zero");
       expect(result.traceback).toContain("ZeroDivisionError");
       expect(result.value).toBeNull();
-    }));
+    }),
+  30_000);
 });
 
 describe("awrepl run: the reader goes away", () => {
@@ -160,5 +174,6 @@ describe("awrepl run: the reader goes away", () => {
       const r = await p.result;
       expect(r.code).toBe(0);
       expect(r.stderr).not.toContain("EPIPE");
-    }));
+    }),
+  30_000);
 });

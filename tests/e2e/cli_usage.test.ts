@@ -19,12 +19,14 @@ describe("usage errors", () => {
       expectUsageError(await run(["--session", "no spaces", "run", "1"], { home }), '"no spaces"');
       expectUsageError(await run(["run", "-s", "-bad", "1"], { home }), "-bad");
       expectUsageError(await run(["run", "-s", "x".repeat(65), "1"], { home }), "x".repeat(65));
-    }));
+    }),
+  30_000);
 
   test("a bad AWREPL_SESSION", () =>
     withHome(async (home) => {
       expectUsageError(await run(["run", "1"], { home, env: { AWREPL_SESSION: "a/b" } }), "AWREPL_SESSION");
-    }));
+    }),
+  30_000);
 
   test("an unknown flag, with a suggestion on the same line", () =>
     withHome(async (home) => {
@@ -32,12 +34,14 @@ describe("usage errors", () => {
       expectUsageError(r, "--jsn");
       expect(r.stderr).toContain("--json");
       expectUsageError(await run(["--bogus"], { home }), "--bogus");
-    }));
+    }),
+  30_000);
 
   test("a missing -f file", () =>
     withHome(async (home) => {
       expectUsageError(await run(["run", "-f", join(home, "missing.py")], { home }), "missing.py");
-    }));
+    }),
+  30_000);
 
   test("a bad --timeout value, a missing option value, too many arguments, an unknown command", () =>
     withHome(async (home) => {
@@ -46,12 +50,14 @@ describe("usage errors", () => {
       expectUsageError(await run(["run", "print", "(1)"], { home }), "too many arguments");
       expectUsageError(await run(["frobnicate"], { home }), "frobnicate");
       expectUsageError(await run([], { home }), "--help");
-    }));
+    }),
+  30_000);
 
   test("CODE and -f together", () =>
     withHome(async (home) => {
       expectUsageError(await run(["run", "1", "-f", "x.py"], { home }), "not both");
-    }));
+    }),
+  30_000);
 });
 
 describe("--version and --help", () => {
@@ -61,7 +67,8 @@ describe("--version and --help", () => {
       const r = await run(["--version"], { home });
       expect(r.code).toBe(0);
       expect(r.stdout).toBe(`${version}\n`);
-    }));
+    }),
+  30_000);
 
   test("--help shows the commands and copyable examples, heredoc included", () =>
     withHome(async (home) => {
@@ -73,5 +80,6 @@ describe("--version and --help", () => {
       const sub = await run(["run", "--help"], { home });
       expect(sub.code).toBe(0);
       expect(sub.stdout).toContain("--max-output");
-    }));
+    }),
+  30_000);
 });
