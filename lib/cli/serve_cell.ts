@@ -13,6 +13,7 @@ export class Terminal {
   readonly style: Style;
   atLineStart = true;
   #written: Promise<void> = Promise.resolve();
+  #muted = false;
 
   constructor(stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream, style: Style) {
     this.stdout = stdout;
@@ -33,8 +34,13 @@ export class Terminal {
     return this.#written;
   }
 
+  /** Nothing more is written (the process is ending: its reader went away, or it was killed). */
+  mute(): void {
+    this.#muted = true;
+  }
+
   #write(stream: NodeJS.WritableStream, text: string): void {
-    if (text === "") return;
+    if (text === "" || this.#muted) return;
     this.atLineStart = text.endsWith("\n");
     const done = new Promise<void>((resolve) => {
       stream.write(text, () => resolve());

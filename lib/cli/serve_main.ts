@@ -40,10 +40,21 @@ export async function serve(ctx: CliContext, flags: ServeOptions): Promise<numbe
 
   const term = new Terminal(process.stdout, process.stderr, makeStyle(Boolean(process.stdout.isTTY), ctx.env));
   const run: ServeRun = { session, name, term, state: { timeoutMs, maxOutputBytes } };
-  // A closed terminal or a kill still ends an unnamed session's worker (a named one stays).
-  const endOnSignal = () => void session.close().finally(() => process.exit(129));
+  // A closed terminal, a kill, or a reader that went away (`awrepl serve < cells | head`) still ends an
+  // unnamed session's worker (a named one stays) and gives the terminal back in its normal mode.
+  const end = (status: number) => {
+    term.mute();
+    if (process.stdin.isTTY) process.stdin.setRawMode(false);
+    void session.close().finally(() => process.exit(status));
+  };
+  const endOnSignal = (signal: NodeJS.Signals) => end(signal === "SIGHUP" ? 129 : 143);
+  const endOnBrokenPipe = (err: NodeJS.ErrnoException) => {
+    if (err.code === "EPIPE") end(141); // as if killed by SIGPIPE, like any Unix filter
+  };
   process.once("SIGHUP", endOnSignal);
   process.once("SIGTERM", endOnSignal);
+  process.stdout.on("error", endOnBrokenPipe);
+  process.stderr.on("error", endOnBrokenPipe);
   try {
     if (interactive) {
       return await serveTerminal(run, {

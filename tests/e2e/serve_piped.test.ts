@@ -112,6 +112,20 @@ describe("serve with piped stdin", () => {
       child.kill("SIGKILL");
     }
   }, 60_000);
+
+  test("a reader that goes away (`| head`) ends serve quietly with 141 and its worker with it", async () => {
+    const { child, out, closed } = spawnServe();
+    try {
+      // Live output stops at the head the result keeps; the next write (the tail) finds the pipe closed.
+      child.stdin.end("for i in range(300_000): print(i)\n\nprint('never')\n");
+      await waitUntil(() => out.stdout.includes("\n"), 20_000, () => out.stdout);
+      child.stdout.destroy();
+      expect(await closed).toBe(141);
+      expect(out.stderr).toBe("");
+    } finally {
+      child.kill("SIGKILL");
+    }
+  }, 60_000);
 });
 
 /** `serve` with stdin left open, for tests that feed it line by line. */
