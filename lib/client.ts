@@ -88,14 +88,14 @@ export class RemoteSession implements Session {
         },
         onStream,
       );
-      this.used = true;
-      if (!signal) return call;
       const onAbort = () => conn.notify({ op: "cancel", target: call.id });
-      signal.addEventListener("abort", onAbort, { once: true });
+      signal?.addEventListener("abort", onAbort, { once: true });
       try {
-        return await call;
+        const result = await call;
+        this.used = true;
+        return result;
       } finally {
-        signal.removeEventListener("abort", onAbort);
+        signal?.removeEventListener("abort", onAbort);
       }
     });
   }

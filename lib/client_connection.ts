@@ -10,7 +10,7 @@ import type {
   StreamReply,
   SupervisorReply,
 } from "./protocol.ts";
-import { AWREPL_VERSION, SUPERVISOR_PROTOCOL, type SupervisorPaths } from "./supervisor_paths.ts";
+import { AWREPL_VERSION, buildId, SUPERVISOR_PROTOCOL, type SupervisorPaths } from "./supervisor_paths.ts";
 import { connectLines, type LineConnection } from "./transport.ts";
 
 /** How long a client waits for the supervisor's hello. */
@@ -61,7 +61,7 @@ export class SupervisorConnection {
       if (code === "ENOENT" || code === "ECONNREFUSED" || code === "ECONNRESET") return null;
       throw new AwreplError("supervisor_unreachable", `Cannot connect to the supervisor at ${paths.socket}: ${(err as Error).message}`);
     }
-    conn.line.write(JSON.stringify({ op: "hello", protocol: SUPERVISOR_PROTOCOL, version: AWREPL_VERSION }));
+    conn.line.write(JSON.stringify({ op: "hello", protocol: SUPERVISOR_PROTOCOL, version: AWREPL_VERSION, build: buildId() }));
     // A supervisor that accepts but never answers (stopped, wedged) must not hang every client.
     const timer = setTimeout(() => {
       if (!conn.helloReceived) {

@@ -2,12 +2,11 @@
 // detached with the hidden `__supervisor` subcommand. Many clients may start it at once; the
 // supervisor's start-up lock lets exactly one survive, and every client polls until the socket answers.
 import { closeSync, existsSync, openSync, renameSync, statSync } from "node:fs";
-import { basename } from "node:path";
 import { SupervisorConnection } from "./client_connection.ts";
 import { AwreplError } from "./errors.ts";
 import { ensurePrivateDir } from "./paths.ts";
 import { lockHolder, processAlive } from "./supervisor_lock.ts";
-import type { SupervisorPaths } from "./supervisor_paths.ts";
+import { isCompiled, type SupervisorPaths } from "./supervisor_paths.ts";
 
 /** How long a client waits for a supervisor it started (or found starting) to answer. */
 const START_TIMEOUT_MS = 15_000;
@@ -145,8 +144,7 @@ function rotateLog(log: string): void {
 export function supervisorCommand(env: NodeJS.ProcessEnv, fileURLToPath: (url: URL) => string): string[] {
   if (env.AWREPL_BIN) return [env.AWREPL_BIN, SUPERVISOR_SUBCOMMAND];
   const here = import.meta.url;
-  const compiled = here.includes("$bunfs") || here.includes("~BUN") || !/^(bun|node)(\.exe)?$/i.test(basename(process.execPath));
-  if (compiled) return [process.execPath, SUPERVISOR_SUBCOMMAND];
+  if (isCompiled()) return [process.execPath, SUPERVISOR_SUBCOMMAND];
   if (typeof Bun !== "undefined") return [process.execPath, fileURLToPath(new URL("../main.ts", here)), SUPERVISOR_SUBCOMMAND];
   const built = fileURLToPath(new URL("../dist/awrepl", here));
   if (existsSync(built)) return [built, SUPERVISOR_SUBCOMMAND];

@@ -171,7 +171,8 @@ export type SessionSpec = {
 
 export type RequestId = number | string;
 
-export type HelloRequest = { op: "hello"; protocol: number; version: string };
+/** `build` tells two builds of one version apart (see supervisor_paths.ts buildId); optional. */
+export type HelloRequest = { op: "hello"; protocol: number; version: string; build?: string };
 /** Creates the session if it does not exist (with `spec`), otherwise just checks it. */
 export type OpenRequest = { op: "open"; id: RequestId; session: string; spec?: SessionSpec };
 export type ExecuteCallRequest = {
@@ -228,6 +229,7 @@ export type SessionInfo = {
 export type DaemonStatus = {
   pid: number;
   version: string;
+  build: string;
   protocol: number;
   socket: string;
   log: string;
@@ -258,7 +260,7 @@ export type OkValue = {
   stop: null;
 };
 
-export type HelloReply = { type: "hello"; ok: boolean; protocol: number; version: string; pid: number };
+export type HelloReply = { type: "hello"; ok: boolean; protocol: number; version: string; build?: string; pid: number };
 export type StreamReply =
   | { type: "stdout" | "stderr"; id: RequestId; text: string }
   | { type: "display"; id: RequestId; item: DisplayItem };

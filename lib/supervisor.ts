@@ -15,7 +15,7 @@ import { ensurePrivateDir } from "./paths.ts";
 import type { ClientRequest, RequestId, SessionSpec, SupervisorReply } from "./protocol.ts";
 import { ReplSession } from "./session.ts";
 import { acquireStartLock } from "./supervisor_lock.ts";
-import { AWREPL_VERSION, type ClientOptions, resolveHome, SUPERVISOR_PROTOCOL, type SupervisorPaths, supervisorPaths } from "./supervisor_paths.ts";
+import { AWREPL_VERSION, buildId, type ClientOptions, resolveHome, SUPERVISOR_PROTOCOL, type SupervisorPaths, supervisorPaths } from "./supervisor_paths.ts";
 import { parseRequestLine } from "./supervisor_requests.ts";
 import { asAwreplError, type Call, processRss, SessionTable } from "./supervisor_sessions.ts";
 import { listenSocket, shortSocketDir, wireLines } from "./transport.ts";
@@ -63,7 +63,7 @@ export async function runSupervisor(options: ClientOptions = {}): Promise<number
   } finally {
     lock.release();
   }
-  log(`supervisor ${AWREPL_VERSION} (protocol ${SUPERVISOR_PROTOCOL}) listening on ${paths.socket}`);
+  log(`supervisor ${AWREPL_VERSION} build ${buildId()} (protocol ${SUPERVISOR_PROTOCOL}) listening on ${paths.socket}`);
   return supervisor.serve(server);
 }
 
@@ -132,10 +132,16 @@ class Supervisor {
     }
     const request = parsed.request;
     if (request.op === "hello") {
-      const ok = request.protocol === SUPERVISOR_PROTOCOL && request.version === AWREPL_VERSION;
-      if (!ok) this.log(`client of version ${request.version} (protocol ${request.protocol}) connected; this is ${AWREPL_VERSION}`);
+      const build = buildId();
+      const ok =
+        request.protocol === SUPERVISOR_PROTOCOL &&
+        request.version === AWREPL_VERSION &&
+        (request.build === undefined || request.build === build);
+      if (!ok) {
+        this.log(`client of version ${request.version} build ${request.build ?? "?"} (protocol ${request.protocol}) connected; this is ${AWREPL_VERSION} build ${build}`);
+      }
       conn.hello = ok ? "ok" : "mismatch";
-      this.reply(conn, { type: "hello", ok, protocol: SUPERVISOR_PROTOCOL, version: AWREPL_VERSION, pid: process.pid });
+      this.reply(conn, { type: "hello", ok, protocol: SUPERVISOR_PROTOCOL, version: AWREPL_VERSION, build, pid: process.pid });
       return;
     }
     if (request.op === "stop") {
@@ -217,7 +223,7 @@ class Supervisor {
             });
             result.session = name;
             if (created && request.known) {
-              const lost = `Session ${name} was not running (closed, or the supervisor stopped); this call ran in a fresh worker and the earlier state is gone.`;
+              const lost = `Session ${name} was not running (closed, or its supervisor stopped); this call ran in a fresh worker and the earlier state is gone.`;
               result.notice = result.notice ? `${lost} ${result.notice}` : lost;
             }
             this.reply(conn, { type: "result", id, result });
@@ -260,6 +266,7 @@ class Supervisor {
     return {
       pid: process.pid,
       version: AWREPL_VERSION,
+      build: buildId(),
       protocol: SUPERVISOR_PROTOCOL,
       socket: this.paths.socket,
       log: this.paths.log,

@@ -36,6 +36,7 @@ function checkRequest(obj: Record<string, unknown>): ClientRequest {
   if (op === "hello") {
     if (typeof obj.protocol !== "number") throw protocolError("hello needs a numeric protocol");
     if (typeof obj.version !== "string") throw protocolError("hello needs a version string");
+    if (obj.build !== undefined && typeof obj.build !== "string") throw protocolError("hello's build must be a string");
     return obj as ClientRequest;
   }
   if (op !== "stop" && !(typeof obj.id === "number" || (typeof obj.id === "string" && obj.id.length <= 128))) {
