@@ -4,16 +4,17 @@
 // Calls run one at a time in arrival order; interrupt() bypasses the queue.
 import { rmSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { CellRecorder, lostStateNotice } from "./cell.ts";
 import { DisplayWriter } from "./display.ts";
 import { AwreplError } from "./errors.ts";
 import { OutputCollector } from "./output.ts";
 import { ensurePrivateDir, SESSION_NAME, stateDir } from "./paths.ts";
-import type { DisplayItem, DoneEvent, ErrorEvent, ExecResult, ExecStatus, InspectInfo, NameFailure, RestoreReport } from "./protocol.ts";
+import type { DoneEvent, ExecResult, InspectInfo, NameFailure, RestoreReport } from "./protocol.ts";
 import { type Interpreter, resolveInterpreter } from "./python.ts";
 import { type Launch, runtimeLaunch } from "./runtime_source.ts";
 import type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, SnapshotReport } from "./types.ts";
 import { type SpareWorkers, spareKey } from "./spare.ts";
-import { describeExit, Worker, type WorkerExit, type WorkerListeners, type WorkerOptions } from "./worker.ts";
+import { Worker, type WorkerExit, type WorkerListeners, type WorkerOptions } from "./worker.ts";
 
 export const DEFAULTS = { timeoutMs: 30_000, maxOutputBytes: 65_536, graceMs: 2_000 } as const;
 
@@ -49,8 +50,6 @@ type RunningCall = {
 
 /** How long after a session's worker is ready its replacement spare is started. */
 const SPARE_DELAY_MS = 100;
-
-const TIMEOUT_NOTICE = "The previous worker was killed after a timeout; this call ran in a fresh worker and the earlier state is gone.";
 
 export class ReplSession implements Session {
   readonly id: string;
@@ -304,9 +303,7 @@ export class ReplSession implements Session {
     if (this.worker !== worker || this.closed) return;
     this.worker = null;
     // A death during a cell is reported by that cell; this covers deaths between calls too.
-    this.lostNotice ??= worker.wasKilled
-      ? TIMEOUT_NOTICE
-      : `The previous worker ${describeExit(exit)}; this call ran in a fresh worker and the earlier state is gone.`;
+    this.lostNotice ??= lostStateNotice(worker.wasKilled, exit);
   }
 
   /**
@@ -323,7 +320,7 @@ export class ReplSession implements Session {
       done = await pending;
     } catch (err) {
       if (call.killed && err instanceof AwreplError && err.code === "worker_died") {
-        this.lostNotice = TIMEOUT_NOTICE;
+        this.lostNotice = lostStateNotice(true, worker.exit);
         throw new AwreplError("timeout", `The ${body.type} request exceeded the ${this.timeoutMs} ms timeout; the worker was killed and the session's state was lost`);
       }
       throw err;
@@ -365,51 +362,12 @@ export class ReplSession implements Session {
   private async runCell(code: string, options: ExecuteOptions): Promise<ExecResult> {
     const live = this.worker;
     const worker = live !== null && live.state === "ready" ? live : await this.ensureWorker();
-    const timeoutMs = options.timeoutMs ?? this.timeoutMs;
-    const limit = options.maxOutputBytes ?? this.maxOutputBytes;
-    let notice = this.lostNotice ?? undefined;
+    const limits = { timeoutMs: options.timeoutMs ?? this.timeoutMs, graceMs: this.graceMs };
+    const notice = this.lostNotice;
     this.lostNotice = null;
-
-    let output = new OutputCollector(limit);
-    const stray = this.stray;
-    if (stray) {
-      this.stray = null;
-      if (stray.limit === limit) output = stray;
-      else {
-        const s = stray.result();
-        output.add("stdout", s.stdout);
-        output.add("stderr", s.stderr);
-      }
-    }
-    let value: string | null = null;
-    let error: ErrorEvent | null = null;
-    const display: DisplayItem[] = [];
-    const onOutput = options.onOutput;
-    const onDisplay = options.onDisplay;
-    const displays = this.displays;
-
-    const start = performance.now();
-    const done = worker.request(
-      { type: "execute", code },
-      {
-        output(stream, text) {
-          output.add(stream, text);
-          if (onOutput) callSafely(onOutput, stream, text);
-        },
-        display(data) {
-          const item = displays.item(data);
-          display.push(item);
-          if (onDisplay) callSafely(onDisplay, item);
-        },
-        result(text) {
-          value = text;
-        },
-        error(event) {
-          error = event;
-        },
-      },
-    );
-    const cell = this.watch(worker, worker.lastId, timeoutMs);
+    const recorder = new CellRecorder(this.takeOutputCollector(options.maxOutputBytes ?? this.maxOutputBytes), this.displays, options);
+    const done = worker.request({ type: "execute", code }, recorder);
+    const cell = this.watch(worker, worker.lastId, limits.timeoutMs);
     this.running = cell;
     const signal = options.signal;
     const onAbort = () => {
@@ -420,72 +378,35 @@ export class ReplSession implements Session {
       if (signal.aborted) onAbort();
       else signal.addEventListener("abort", onAbort, { once: true });
     }
-
-    let status: ExecStatus = "ok";
-    let exception: string | null = null;
-    let traceback = "";
-    let lostState: string | null = null;
+    let result: ExecResult;
     try {
-      const result = await done;
-      const err = error as ErrorEvent | null;
-      if (err) {
-        exception = `${err.ename}: ${err.evalue}`;
-        traceback = err.traceback.join("");
-        value = null;
-        if (cell.timedOut && err.ename === "KeyboardInterrupt") {
-          status = "timeout";
-          exception = `TimeoutError: The cell exceeded the ${timeoutMs} ms timeout and was interrupted; the session's state is intact`;
-        } else if (cell.userInterrupted && err.ename === "KeyboardInterrupt") {
-          status = "interrupted";
-        } else {
-          status = "error";
-        }
-      } else if (result.status !== "ok") {
-        status = "error";
-        exception = `RuntimeError: ${result.reason ?? "the runtime reported a failure without a reason"}`;
-      }
+      result = recorder.finish(await done, cell, limits, this.id, notice);
     } catch (err) {
       if (!(err instanceof AwreplError) || err.code !== "worker_died") throw err;
-      value = null;
-      if (cell.killed) {
-        status = "timeout";
-        lostState = `The cell exceeded the ${timeoutMs} ms timeout and did not stop within the ${this.graceMs} ms grace period; the worker was killed and the session's state was lost. The next call starts a fresh worker.`;
-        exception = `TimeoutError: ${lostState}`;
-        this.lostNotice = TIMEOUT_NOTICE;
-      } else {
-        status = "died";
-        const how = worker.exit ? describeExit(worker.exit) : "died";
-        lostState = `The Python worker ${how}; the session's state was lost. The next call starts a fresh worker.`;
-        exception = `WorkerDied: ${lostState}`;
-        this.lostNotice = `The previous worker ${how}; this call ran in a fresh worker and the earlier state is gone.`;
-      }
+      result = recorder.lost(cell, worker.exit, limits, this.id, notice);
+      this.lostNotice = lostStateNotice(cell.killed, worker.exit);
       if (this.worker === worker) this.worker = null;
     } finally {
       cell.disarm();
       signal?.removeEventListener("abort", onAbort);
       this.running = null;
     }
-    const duration_ms = performance.now() - start;
     this.cellsRun++;
     this.lastActiveAt = Date.now();
-    if (lostState) notice = notice ? `${notice} ${lostState}` : lostState;
-    const collected = output.result();
-    const result: ExecResult = {
-      stdout: collected.stdout,
-      // The loss is said after the output limit is applied, so truncation can never cut it off.
-      stderr: lostState ? `${collected.stderr}[awrepl] ${lostState}\n` : collected.stderr,
-      value,
-      exception,
-      traceback,
-      duration_ms,
-      truncated: collected.truncated,
-      truncated_bytes: collected.truncated_bytes,
-      status,
-      session: this.id,
-      display,
-    };
-    if (notice) result.notice = notice;
     return result;
+  }
+
+  /** A collector for the next cell, opened by any output that arrived between cells. */
+  private takeOutputCollector(limit: number): OutputCollector {
+    const stray = this.stray;
+    if (!stray) return new OutputCollector(limit);
+    this.stray = null;
+    if (stray.limit === limit) return stray;
+    const output = new OutputCollector(limit);
+    const s = stray.result();
+    output.add("stdout", s.stdout);
+    output.add("stderr", s.stderr);
+    return output;
   }
 
   private snapshotTarget(path?: string): string {
@@ -502,18 +423,6 @@ export function manifestPath(snapshotPath: string): string {
 
 function closedError(id: string): AwreplError {
   return new AwreplError("worker_closed", `Session ${id} is closed`);
-}
-
-/**
- * Calls a caller's live callback; its exception must not abort the cell's bookkeeping (everything it
- * was shown is in the result anyway).
- */
-function callSafely<A extends unknown[]>(fn: (...args: A) => void, ...args: A): void {
-  try {
-    fn(...args);
-  } catch {
-    // Ignored: see above.
-  }
 }
 
 /** Timeouts and limits are non-negative finite numbers (NaN would fire a deadline at once). */

@@ -1,0 +1,131 @@
+// One cell's events turned into an ExecResult: output under the byte limit, display items, the
+// trailing value, the error, and the status — including the two ways a cell can lose the session's
+// state (killed at its deadline, or the worker died), which the result says in so many words.
+import type { DisplayWriter } from "./display.ts";
+import type { OutputCollector, Stream } from "./output.ts";
+import type { DisplayItem, DoneEvent, ErrorEvent, ExecResult, ExecStatus } from "./protocol.ts";
+import type { ExecuteOptions } from "./types.ts";
+import { describeExit, type RequestHandlers, type WorkerExit } from "./worker.ts";
+
+/** What happened to a cell's request besides its events (set by the timeout and interrupt paths). */
+export type CellFlags = { timedOut: boolean; userInterrupted: boolean; killed: boolean };
+
+export type CellLimits = { timeoutMs: number; graceMs: number };
+
+/** What the next call of a session is told when this one's worker was lost. */
+export function lostStateNotice(killedAtTimeout: boolean, exit: WorkerExit | null): string {
+  const how = killedAtTimeout ? "was killed after a timeout" : exit ? describeExit(exit) : "died";
+  return `The previous worker ${how}; this call ran in a fresh worker and the earlier state is gone.`;
+}
+
+/** Collects the events of one execute request; `finish` or `lost` makes its ExecResult. */
+export class CellRecorder implements RequestHandlers {
+  private value: string | null = null;
+  private failure: ErrorEvent | null = null;
+  private readonly items: DisplayItem[] = [];
+  private readonly started = performance.now();
+
+  constructor(
+    private readonly collected: OutputCollector,
+    private readonly displays: DisplayWriter,
+    private readonly live: Pick<ExecuteOptions, "onOutput" | "onDisplay">,
+  ) {}
+
+  output(stream: Stream, text: string): void {
+    this.collected.add(stream, text);
+    if (this.live.onOutput) callSafely(this.live.onOutput, stream, text);
+  }
+
+  display(data: Record<string, unknown>): void {
+    const item = this.displays.item(data);
+    this.items.push(item);
+    if (this.live.onDisplay) callSafely(this.live.onDisplay, item);
+  }
+
+  result(text: string): void {
+    this.value = text;
+  }
+
+  error(event: ErrorEvent): void {
+    this.failure = event;
+  }
+
+  /** The result of a cell whose `done` arrived. */
+  finish(done: DoneEvent, flags: CellFlags, limits: CellLimits, session: string, notice: string | null): ExecResult {
+    const err = this.failure;
+    if (err) {
+      let status: ExecStatus = "error";
+      let exception = `${err.ename}: ${err.evalue}`;
+      if (err.ename === "KeyboardInterrupt" && flags.timedOut) {
+        status = "timeout";
+        exception = `TimeoutError: The cell exceeded the ${limits.timeoutMs} ms timeout and was interrupted; the session's state is intact`;
+      } else if (err.ename === "KeyboardInterrupt" && flags.userInterrupted) {
+        status = "interrupted";
+      }
+      return this.build(status, null, exception, err.traceback.join(""), session, notice, null);
+    }
+    if (done.status !== "ok") {
+      const exception = `RuntimeError: ${done.reason ?? "the runtime reported a failure without a reason"}`;
+      return this.build("error", null, exception, "", session, notice, null);
+    }
+    return this.build("ok", this.value, null, "", session, notice, null);
+  }
+
+  /** The result of a cell whose worker was lost: killed at the deadline (timeout) or dead (died). */
+  lost(flags: CellFlags, exit: WorkerExit | null, limits: CellLimits, session: string, notice: string | null): ExecResult {
+    let status: ExecStatus;
+    let lostState: string;
+    let exception: string;
+    if (flags.killed) {
+      status = "timeout";
+      lostState = `The cell exceeded the ${limits.timeoutMs} ms timeout and did not stop within the ${limits.graceMs} ms grace period; the worker was killed and the session's state was lost. The next call starts a fresh worker.`;
+      exception = `TimeoutError: ${lostState}`;
+    } else {
+      status = "died";
+      lostState = `The Python worker ${exit ? describeExit(exit) : "died"}; the session's state was lost. The next call starts a fresh worker.`;
+      exception = `WorkerDied: ${lostState}`;
+    }
+    return this.build(status, null, exception, "", session, notice ? `${notice} ${lostState}` : lostState, lostState);
+  }
+
+  private build(
+    status: ExecStatus,
+    value: string | null,
+    exception: string | null,
+    traceback: string,
+    session: string,
+    notice: string | null,
+    lostState: string | null,
+  ): ExecResult {
+    const duration_ms = performance.now() - this.started;
+    const out = this.collected.result();
+    const result: ExecResult = {
+      stdout: out.stdout,
+      // The loss is said after the output limit is applied, so truncation can never cut it off.
+      stderr: lostState ? `${out.stderr}[awrepl] ${lostState}\n` : out.stderr,
+      value,
+      exception,
+      traceback,
+      duration_ms,
+      truncated: out.truncated,
+      truncated_bytes: out.truncated_bytes,
+      status,
+      session,
+      display: this.items,
+    };
+    if (notice) result.notice = notice;
+    return result;
+  }
+}
+
+/**
+ * Calls a caller's live callback; its exception must not abort the cell's bookkeeping (everything it
+ * was shown is in the result anyway).
+ */
+function callSafely<A extends unknown[]>(fn: (...args: A) => void, ...args: A): void {
+  try {
+    fn(...args);
+  } catch {
+    // Ignored: see above.
+  }
+}
