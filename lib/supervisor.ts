@@ -71,6 +71,8 @@ class Supervisor {
   private readonly sessions: SessionTable;
   private readonly connections = new Set<Connection>();
   private readonly startedAt = Date.now();
+  /** Other builds of this version that have connected (logged once each). */
+  private readonly buildsSeen = new Set<string>();
   private server: Server | null = null;
   private socketIno = 0;
   private idleTimer: ReturnType<typeof setTimeout> | null = null;
@@ -132,12 +134,14 @@ class Supervisor {
     }
     const request = parsed.request;
     if (request.op === "hello") {
+      // Builds of one version are compatible by contract: only the version and protocol decide. (A
+      // rebuilt binary replacing the supervisor would end every session whenever a test suite or a
+      // developer rebuilds; the build is reported, so `daemon status` shows which code runs.)
       const build = buildId();
-      const ok =
-        request.protocol === SUPERVISOR_PROTOCOL &&
-        request.version === AWREPL_VERSION &&
-        (request.build === undefined || request.build === build);
-      if (!ok) {
+      const ok = request.protocol === SUPERVISOR_PROTOCOL && request.version === AWREPL_VERSION;
+      const otherBuild = request.build !== undefined && request.build !== build && !this.buildsSeen.has(request.build);
+      if (!ok || otherBuild) {
+        if (request.build !== undefined) this.buildsSeen.add(request.build);
         this.log(`client of version ${request.version} build ${request.build ?? "?"} (protocol ${request.protocol}) connected; this is ${AWREPL_VERSION} build ${build}`);
       }
       conn.hello = ok ? "ok" : "mismatch";
