@@ -117,8 +117,6 @@ def _write_all(data):
             view = view[os.write(_proto_fd, view):]
     except BrokenPipeError:
         os._exit(0)  # the host is gone: nobody reads our frames any more
-    except InterruptedError:
-        raise
 
 
 # ---------------------------------------------------------------------------------------------
@@ -636,7 +634,28 @@ def _activate(r):
         _live_cell = r.id
         if _timer_wake.locked():
             _timer_wake.release()  # the batch timer ticks while the cell runs
+        _fast_switching(True)
     return r.kbi
+
+
+CELL_SWITCH_INTERVAL = 0.001
+_saved_switch = None
+
+
+def _fast_switching(on):
+    """While a cell runs, the GIL changes hands every 1 ms instead of 5: the reader thread must win
+    it from a busy cell to deliver an interrupt. The user's own setting is restored afterwards
+    (and left alone if the cell changed it)."""
+    global _saved_switch
+    if on:
+        cur = sys.getswitchinterval()
+        if cur > CELL_SWITCH_INTERVAL:
+            _saved_switch = cur
+            sys.setswitchinterval(CELL_SWITCH_INTERVAL)
+    elif _saved_switch is not None:
+        if abs(sys.getswitchinterval() - CELL_SWITCH_INTERVAL) < 1e-7:
+            sys.setswitchinterval(_saved_switch)
+        _saved_switch = None
 
 
 def _interrupt(rid):
@@ -1001,6 +1020,8 @@ def _finish(r, extra=None, status=None):
         if r.pending and not r.failed:
             r.pending = False
             _fail(r, KeyboardInterrupt())
+    if r.type == "execute":
+        _fast_switching(False)
     msg = {"event": "done", "id": r.id, "status": status or ("error" if r.failed else "ok")}
     if extra:
         msg.update(extra)
