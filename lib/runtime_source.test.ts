@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { resolveInterpreter } from "./python.ts";
 import { bootstrapLine, runtimeBytecode, runtimeFile, runtimeLaunch, runtimeSource } from "./runtime_source.ts";
@@ -57,6 +57,17 @@ describe("runtime cache", () => {
     const launch = await runtimeLaunch(tmp.home, interpreter);
     expect(launch.argv).toContain(bootstrapLine((await runtimeSource()).text));
     expect(launch.stdinPreamble).toBeDefined();
+    expect(await roundTrip(launch.argv, launch.stdinPreamble)).toBe("42");
+  });
+
+  test("ssh's joined command line gets a quoted bootstrap", async () => {
+    // A stand-in for ssh: drop the host and run the rest as one shell command line, as ssh does.
+    const fakeSsh = join(tmp.home, "bin", "ssh");
+    mkdirSync(join(tmp.home, "bin"));
+    writeFileSync(fakeSsh, '#!/bin/sh\nshift\nexec sh -c "$*"\n', { mode: 0o755 });
+    const interpreter = await resolveInterpreter({ python: `${fakeSsh} somehost ${PYTHON}`, home: tmp.home });
+    expect(interpreter.local).toBe(false);
+    const launch = await runtimeLaunch(tmp.home, interpreter);
     expect(await roundTrip(launch.argv, launch.stdinPreamble)).toBe("42");
   });
 });
