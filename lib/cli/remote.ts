@@ -3,11 +3,10 @@
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
 import { type AttachOptions, type RemoteSession, attach } from "../client.ts";
+import { SUPERVISOR_SUBCOMMAND } from "../client_start.ts";
 import { AwreplError, usageError } from "../errors.ts";
 import type { SessionInfo } from "../protocol.ts";
 import type { CliContext } from "./context.ts";
-
-const SUPERVISOR_SUBCOMMAND = "__supervisor";
 
 export function registerRemoteCommands(program: Command, ctx: CliContext): void {
   const client = () => ({ env: ctx.env });
