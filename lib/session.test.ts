@@ -269,6 +269,14 @@ describe("output", () => {
     expect(r.stderr).toBe("two\n");
   });
 
+  test("output a background thread writes between cells opens the next cell's output", async () => {
+    const s = await start();
+    await s.execute("import threading, time\nthreading.Thread(target=lambda: (time.sleep(0.2), print('late'))).start()");
+    await new Promise((r) => setTimeout(r, 600));
+    const r = await s.execute("print('now')");
+    expect(r.stdout).toBe("late\nnow\n");
+  });
+
   test("multi-byte output survives intact", async () => {
     const s = await start();
     expect((await s.execute("print('héllo €uro 😀')")).stdout).toBe("héllo €uro 😀\n");
