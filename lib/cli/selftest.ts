@@ -11,7 +11,8 @@ import { SessionPool } from "../pool.ts";
 import type { ExecResult } from "../protocol.ts";
 import { ReplSession } from "../session.ts";
 import type { SessionOptions } from "../types.ts";
-import { useColor } from "./render.ts";
+import { version } from "../../package.json";
+import { useColor, writeStream } from "./render.ts";
 
 export type SelfTestOptions = { python?: string; env: NodeJS.ProcessEnv };
 
@@ -19,6 +20,9 @@ type Check = { name: string; run: (ctx: CheckContext) => Promise<void> };
 type CheckContext = { options: SessionOptions; session: () => Promise<ReplSession>; home: string; env: NodeJS.ProcessEnv };
 
 class CheckFailed extends Error {}
+
+/** Prints a line of the report (a reader that goes away, as with `| head`, is not an error). */
+const say = (text: string) => writeStream("stdout", text);
 
 function expect(condition: boolean, what: string, result?: ExecResult): void {
   if (condition) return;
@@ -165,14 +169,22 @@ export async function selfTest(options: SelfTestOptions): Promise<number> {
   };
   let passed = 0;
   try {
+    // Say which interpreter is under test; a failure to start it shows up in every check below.
+    try {
+      const s = await ctx.session();
+      const info = s.info();
+      await say(`awrepl ${version} self-test: Python ${info.pythonVersion ?? "?"} (${s.interpreter.executable ?? info.python})\n\n`);
+    } catch {
+      await say(`awrepl ${version} self-test: Python ${python ?? "(default)"} could not be started\n\n`);
+    }
     for (const check of checks) {
       try {
         await check.run(ctx);
         passed++;
-        process.stdout.write(`  ${paint("32", "PASS")}  ${check.name}\n`);
+        await say(`  ${paint("32", "PASS")}  ${check.name}\n`);
       } catch (err) {
         const why = err instanceof Error ? err.message : String(err);
-        process.stdout.write(`  ${paint("31", "FAIL")}  ${check.name}: ${why}\n`);
+        await say(`  ${paint("31", "FAIL")}  ${check.name}: ${why}\n`);
       }
     }
   } finally {
@@ -181,12 +193,12 @@ export async function selfTest(options: SelfTestOptions): Promise<number> {
       const { stopDaemon } = await import("../client.ts");
       await stopDaemon({ env });
     } catch (err) {
-      process.stdout.write(`  ${paint("31", "FAIL")}  Stopping the self-test's supervisor: ${(err as Error).message}\n`);
+      await say(`  ${paint("31", "FAIL")}  Stopping the self-test's supervisor: ${(err as Error).message}\n`);
       passed = Math.min(passed, checks.length - 1);
     }
     rmSync(home, { recursive: true, force: true });
   }
   const ok = passed === checks.length;
-  process.stdout.write(`\nSELF-TEST: awrepl ${ok ? "ok" : "FAILED"} (${passed}/${checks.length})\n`);
+  await say(`\nSELF-TEST: awrepl ${ok ? "ok" : "FAILED"} (${passed}/${checks.length})\n`);
   return ok ? 0 : 1;
 }
