@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connectLines, LineSplitter, listenSocket, shortHash, socketPath, wireLines } from "./transport.ts";
+import { connectLines, connectNode, LineSplitter, listenSocket, shortHash, socketPath, wireLines } from "./transport.ts";
 
 describe("LineSplitter", () => {
   test("joins lines split across chunks, including a UTF-8 character cut in half", () => {
@@ -51,19 +51,22 @@ describe("socketPath", () => {
   });
 });
 
-describe("connectLines", () => {
+describe.each([
+  ["Bun.connect", connectLines],
+  ["node:net", connectNode],
+] as const)("client over %s", (_name, connectTo) => {
   test("exchanges lines both ways and reports a missing socket as ENOENT", async () => {
     const dir = mkdtempSync(join(tmpdir(), "awrepl-transport-"));
     const path = join(dir, "s.sock");
     try {
-      await expect(connectLines(path, { onLine() {}, onClose() {} })).rejects.toMatchObject({ code: "ENOENT" });
+      await expect(connectTo(path, { onLine() {}, onClose() {} })).rejects.toMatchObject({ code: "ENOENT" });
       const server = await listenSocket(path, (socket) => {
         wireLines(socket, 1 << 20, (line) => socket.write(`echo:${line}\n`), () => {});
       });
       const got: string[] = [];
       let closed!: () => void;
       const closedP = new Promise<void>((r) => (closed = r));
-      const conn = await connectLines(path, { onLine: (l) => got.push(l), onClose: () => closed() });
+      const conn = await connectTo(path, { onLine: (l) => got.push(l), onClose: () => closed() });
       const big = "y".repeat(300_000);
       conn.write("one");
       conn.write(big);

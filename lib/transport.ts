@@ -171,7 +171,8 @@ async function connectBun(path: string, handlers: LineHandlers): Promise<LineCon
   };
 }
 
-async function connectNode(path: string, handlers: LineHandlers): Promise<LineConnection> {
+/** The node:net client (Node, Deno, Windows named pipes); exported so tests can run it under Bun. */
+export async function connectNode(path: string, handlers: LineHandlers): Promise<LineConnection> {
   const { connect: netConnect } = await import("node:net");
   return new Promise((resolve, reject) => {
     const socket = netConnect(path);
