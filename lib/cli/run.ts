@@ -6,6 +6,7 @@
 // parseFastRun lets main() skip building the commander program for a well-formed `run` command.
 import { ExitCode } from "../errors.ts";
 import { SESSION_NAME } from "../paths.ts";
+import type { ExecResult } from "../protocol.ts";
 import type { ReplSession } from "../session.ts";
 import type { ExecuteOptions, Session } from "../types.ts";
 import type { CliContext } from "./context.ts";
@@ -81,8 +82,12 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
       if (abandoned) return "gave up" as const; // we closed its worker ourselves
       throw err;
     });
+    const started = performance.now();
     const result = await Promise.race([execution, gaveUp]);
-    if (result === "gave up" || abandoned) return ExitCode.interrupted;
+    if (result === "gave up" || abandoned) {
+      if (args.json) await writeStream("stdout", renderJson(abandonedResult(performance.now() - started)));
+      return ExitCode.interrupted;
+    }
     if (name === undefined) result.session = null;
 
     if (args.json) await writeStream("stdout", renderJson(result));
@@ -97,6 +102,23 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
     // close() ends an ephemeral worker; for a named session it only detaches (the session stays).
     await session?.close();
   }
+}
+
+/** The result of an ephemeral cell whose worker was ended because it ignored Ctrl-C. */
+function abandonedResult(durationMs: number): ExecResult {
+  return {
+    stdout: "",
+    stderr: "",
+    value: null,
+    exception: "KeyboardInterrupt: the cell did not stop on Ctrl-C, so its worker was ended",
+    traceback: "",
+    duration_ms: durationMs,
+    truncated: false,
+    truncated_bytes: 0,
+    status: "interrupted",
+    session: null,
+    display: [],
+  };
 }
 
 /** Ends a worker's whole process group at once (the second Ctrl-C: no time for a graceful close). */

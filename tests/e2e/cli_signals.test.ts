@@ -53,6 +53,19 @@ describe("awrepl run: stopping a cell", () => {
     }),
   30_000);
 
+  test("--json: a cell ended after ignoring Ctrl-C is still one JSON object, status interrupted", () =>
+    withHome(async (home) => {
+      const p = await start(["run", "--json", "import time\ntime.sleep(0.3)\nsum(range(10**12))"], { home, timeoutMs: 25_000 });
+      await Bun.sleep(1500); // start-up and the sleep are over: the cell is inside sum()
+      p.child.kill("SIGINT");
+      const r = await p.result;
+      expect(r.code).toBe(130);
+      expect(r.stdout.trimEnd().split("\n")).toHaveLength(1);
+      expect(JSON.parse(r.stdout)).toMatchObject({ status: "interrupted", session: null });
+      expect(await waitForNoProcesses(home)).toEqual([]);
+    }),
+  30_000);
+
   test("a second Ctrl-C stops waiting at once and leaves no process", () =>
     withHome(async (home) => {
       const p = await start(["run", "import time\nprint('busy', flush=True)\ntime.sleep(0.3)  # lets the runtime ship the line before C code holds the GIL\nsum(range(10**12))"], { home, timeoutMs: 25_000 });
