@@ -32,6 +32,21 @@ Exit status: 0 ok, 1 the cell raised, 2 usage error, 124 timeout, 125 awrepl fai
 Environment: AWREPL_SESSION (default session), AWREPL_PYTHON, AWREPL_HOME (state directory), NO_COLOR.
 `;
 
+const RUN_EXAMPLES = `
+Examples:
+  awrepl run "print(1 + 2)"
+  awrepl -s agent run - <<'EOF'
+  rows = [line.split(",") for line in open("data.csv")]
+  len(rows)
+  EOF
+  cat cell.py | awrepl -s agent run --json
+  awrepl run --timeout 5000 --max-output 4096 -f job.py
+
+Text mode prints the cell's stdout and stderr as they arrive, then the trailing value; on an exception,
+the failing line and \`ExceptionType: message\` (--traceback: every frame). Exit status: 0 ok, 1 the cell
+raised, 2 usage error, 124 timeout, 125 awrepl failed, 130 interrupted.
+`;
+
 export function validateSessionName(name: string, where = "Session name"): string {
   if (!SESSION_NAME.test(name)) {
     throw usageError(`${where} ${JSON.stringify(name)} is invalid: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`);
@@ -128,6 +143,7 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
     .usage("[--session NAME] <command> [options]")
     .version(VERSION, "-V, --version", "print the version")
     .helpOption("-h, --help", "show this help")
+    .helpCommand("help [command]", "show help for a command")
     .option("-s, --session <name>", "run in the named session (kept by a background supervisor); default $AWREPL_SESSION")
     .option("--python <cmd>", "interpreter command line for a new session (default: $AWREPL_PYTHON, config, venv, python3)")
     .option("--self-test", "prove the contract on this machine (no network) and exit")
@@ -152,6 +168,7 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
     .option("--traceback", "show every traceback frame (default: the failing cell line and the error)")
     .addOption(new Option("--timeout <ms>", "per-cell timeout in ms, 0 = none (default 30000)").argParser(count("milliseconds")))
     .addOption(new Option("--max-output <bytes>", "stdout+stderr kept per cell (default 65536)").argParser(count("bytes")))
+    .addHelpText("after", RUN_EXAMPLES)
     .action(async (code: string | undefined, opts: { file?: string; json?: boolean; traceback?: boolean; timeout?: number; maxOutput?: number }) => {
       const args: RunArgs = { code, file: opts.file, json: opts.json, traceback: opts.traceback, timeoutMs: opts.timeout, maxOutputBytes: opts.maxOutput };
       const python = pythonFlag();
