@@ -124,3 +124,17 @@ describe("a lost worker", () => {
     expect(r.stderr).toBe(`awrepl: Restarted after a timeout.\nWorkerDied: ${why}\n`);
   });
 });
+
+describe("after a live echo", () => {
+  test("the value starts on a fresh line when the echoed output ended mid-line", () => {
+    const r = renderText(result({ stdout: "no newline", value: "42" }), { echoed: { stdout: "no newline", stderr: "" } });
+    expect(r.stdout).toBe("\n42\n");
+    const done = renderText(result({ stdout: "line\n", value: "42" }), { echoed: { stdout: "line\n", stderr: "" } });
+    expect(done.stdout).toBe("42\n");
+  });
+
+  test("the error starts on a fresh line after echoed stderr", () => {
+    const r = renderText(result({ status: "error", stderr: "warn", exception: "ValueError: x" }), { echoed: { stdout: "", stderr: "warn" } });
+    expect(r.stderr).toBe("\nValueError: x\n");
+  });
+});

@@ -38,18 +38,20 @@ export function renderText(result: ExecResult, options: RenderOptions = {}): Ren
   let out = remainder(result.stdout, options.echoed?.stdout);
   let err = remainder(result.stderr, options.echoed?.stderr);
   if (lost && err.endsWith(`[awrepl] ${lost}\n`)) err = err.slice(0, err.length - lost.length - 10);
-  for (const item of result.display) out = line(out, renderDisplay(item));
-  if (result.value !== null) out = line(out, result.value);
+  const shownOut = options.echoed?.stdout ?? "";
+  const shownErr = options.echoed?.stderr ?? "";
+  for (const item of result.display) out = line(out, renderDisplay(item), shownOut);
+  if (result.value !== null) out = line(out, result.value, shownOut);
   if (result.restored) {
     const r = result.restored;
     const failed = r.failed.length ? `; could not restore ${r.failed.map((f) => f.name).join(", ")}` : "";
-    err = line(err, `awrepl: restored ${r.restored.length} name(s) from ${r.source}${failed}`);
+    err = line(err, `awrepl: restored ${r.restored.length} name(s) from ${r.source}${failed}`, shownErr);
   }
   const notice = lost && result.notice ? result.notice.replace(lost, "").trim() : result.notice;
-  if (notice) err = line(err, `awrepl: ${notice}`);
+  if (notice) err = line(err, `awrepl: ${notice}`, shownErr);
   if (result.status !== "ok") {
     const text = formatFailure(result, options.traceback ?? false);
-    if (text) err = line(err, options.color ? colorLastLine(text) : text);
+    if (text) err = line(err, options.color ? colorLastLine(text) : text, shownErr);
   }
   return { stdout: out, stderr: err };
 }
@@ -72,9 +74,13 @@ function remainder(kept: string, echoed: string | undefined): string {
   return kept.slice(common);
 }
 
-/** Appends `text` as its own line(s), starting a fresh line when `acc` ends mid-line. */
-function line(acc: string, text: string): string {
-  const sep = acc === "" || acc.endsWith("\n") ? "" : "\n";
+/**
+ * Appends `text` as its own line(s), starting a fresh line when the stream so far — `shown` (echoed
+ * live) followed by `acc` — ends mid-line.
+ */
+function line(acc: string, text: string, shown = ""): string {
+  const before = acc === "" ? shown : acc;
+  const sep = before === "" || before.endsWith("\n") ? "" : "\n";
   return `${acc}${sep}${text}${text.endsWith("\n") ? "" : "\n"}`;
 }
 
