@@ -1126,6 +1126,15 @@ def _ensure_loop():
     _loop = lp
 
 
+def _drop_loop():
+    global _loop, _dispatcher_task, _first_job, _active
+    a = _active
+    _loop = _dispatcher_task = _first_job = None
+    if a is not None and not a.done:
+        a.failed = True
+        _finish(a, {"reason": "the event loop was closed"})
+
+
 def _go_loop(r, coro):
     global _first_job
     _ensure_loop()
@@ -1370,6 +1379,7 @@ def _make_awrepl_module():
 _NEEDS_NO_ID = ("interrupt", "host_reply", "shutdown")
 EOF_GRACE = 1.5
 _watchdog_started = False
+_keep = []  # fds that must stay open for the process's lifetime
 
 
 def _on_line(line):
@@ -1440,45 +1450,59 @@ def _reader():
 
 
 def _start_watchdog():
-    """A forked helper that kills us when stdin hangs up and we have not exited in time.
+    """A helper process that kills us when stdin hangs up and we have not exited in time.
 
-    The reader thread handles EOF itself, but it needs the GIL; a cell stuck in a C loop
-    (sum(range(10**12))) never releases it. The helper needs no GIL: it polls fd 0 for hang-up.
+    The reader thread handles EOF itself, but it needs the GIL, and a cell stuck in a C loop
+    (sum(range(10**12))) never releases it. The helper needs no GIL: it sleeps in poll() on fd 0
+    (for the hang-up) and on a pipe only we hold the write end of (for our own exit). It is forked
+    twice, so it is not our child: a cell's os.wait() never meets it.
     """
     global _watchdog_started
     _watchdog_started = True
     if not hasattr(os, "fork") or os.environ.get("AWREPL_NO_WATCHDOG"):
         return
     import select
-    import time
     import warnings
     if not hasattr(select, "poll"):
         return
     parent = os.getpid()
+    alive_r, alive_w = os.pipe()  # alive_w stays here, close-on-exec: HUP on alive_r = we are gone
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # 3.12+: fork() with threads running
             pid = os.fork()
     except OSError:
+        os.close(alive_r)
+        os.close(alive_w)
         return
     if pid:
+        os.close(alive_r)
+        _keep.append(alive_w)
+        try:
+            os.waitpid(pid, 0)  # the intermediate child exits at once
+        except OSError:
+            pass
         return
     try:
-        fd = _req_fd
-        os.dup2(fd, 3)
+        if os.fork():
+            os._exit(0)
+        os.dup2(_req_fd, 3)
+        os.dup2(alive_r, 4)
         null = os.open(os.devnull, os.O_RDWR)
         for target in (0, 1, 2):
             os.dup2(null, target)
-        os.closerange(4, 1 << 16)
+        os.closerange(5, 1 << 16)
+        hup = select.POLLHUP | select.POLLERR | select.POLLNVAL | getattr(select, "POLLRDHUP", 0)
         p = select.poll()
-        p.register(3, select.POLLHUP | getattr(select, "POLLRDHUP", 0))
-        while os.getppid() == parent:
-            ev = p.poll(500)
-            if ev and ev[0][1] & (select.POLLHUP | getattr(select, "POLLRDHUP", 0) | select.POLLERR | select.POLLNVAL):
-                deadline = time.monotonic() + EOF_GRACE + 0.4
-                while time.monotonic() < deadline and os.getppid() == parent:
-                    time.sleep(0.05)
-                if os.getppid() == parent:
+        p.register(3, hup)
+        p.register(4, hup)
+        while True:
+            events = dict(p.poll())
+            if events.get(4):
+                break  # we exited
+            if events.get(3):
+                p.unregister(3)  # stdin hung up: now only our exit matters, for the grace period
+                if not p.poll(int((EOF_GRACE + 0.4) * 1000)):
                     os.kill(parent, 9)
                 break
     finally:
@@ -2204,6 +2228,8 @@ def _serve():
                 _loop.run_forever()
             except BaseException:
                 pass  # a KeyboardInterrupt raised into a background task, or its SystemExit
+            if _loop.is_closed():
+                _drop_loop()  # user code closed it from a thread: start over without one
             _restore_stdio()
     _exit_process()
 

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
 import { Runtime, closeAll, isAlive } from "./harness.ts";
 
 afterEach(closeAll);
@@ -51,5 +52,21 @@ describe("shutdown and stdin EOF", () => {
     await new Promise((r) => setTimeout(r, 100));
     rt.proc.stdin!.end();
     expect(await rt.waitExit(6000)).toBe(true);
+  });
+
+  test("the stdin watchdog is not the cell's child and does not outlive the runtime", async () => {
+    const rt = await Runtime.start();
+    const a = await rt.exec("import os\ntry:\n    os.wait()\nexcept ChildProcessError:\n    r = 'no children'\nr");
+    expect(a.result).toBe("'no children'");
+    const group = () => {
+      const out = spawnSync("pgrep", ["-g", String(rt.pid)], { encoding: "utf8" });
+      return out.stdout.trim().split("\n").filter(Boolean);
+    };
+    expect(group().length).toBeGreaterThanOrEqual(2); // the runtime and its watchdog
+    await rt.request({ type: "shutdown" });
+    expect(await rt.waitExit(5000)).toBe(true);
+    const deadline = Date.now() + 3000;
+    while (group().length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(group()).toEqual([]);
   });
 });
