@@ -1,8 +1,8 @@
 // `awrepl run` end to end: the compiled binary, a real /usr/bin/python3, no supervisor (ephemeral).
 import { describe, expect, test } from "bun:test";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { run, start, withHome } from "./helpers.ts";
+import { PYTHON, run, start, withHome } from "./helpers.ts";
 
 describe("awrepl run: output", () => {
   test("prints the cell's stdout exactly", () =>
@@ -177,3 +177,29 @@ describe("awrepl run: the reader goes away", () => {
     }),
   30_000);
 });
+
+describe("awrepl run --python", () => {
+  const py39 = "/root/.pyenv/versions/3.9.18/bin/python3";
+  test.skipIf(!existsSync(py39) || PYTHON === py39)("--python beats AWREPL_PYTHON, before or after the subcommand", () =>
+    withHome(async (home) => {
+      const before = await run(["--python", py39, "run", "import sys; sys.version_info[:2]"], { home });
+      expect(before.stdout).toBe("(3, 9)\n");
+      const after = await run(["run", "import sys; sys.version_info[:2]", "--python", py39], { home });
+      expect(after.stdout).toBe("(3, 9)\n");
+      const fromEnv = await run(["run", "import sys; sys.version_info[:2]"], { home });
+      expect(fromEnv.code).toBe(0);
+      expect(fromEnv.stdout).not.toBe("(3, 9)\n"); // AWREPL_PYTHON (the test interpreter) when no flag
+    }),
+  30_000);
+
+  test("a Python that does not exist: exit 125 and one line naming it", () =>
+    withHome(async (home) => {
+      const r = await run(["--python", "/nonexistent/python3", "run", "1"], { home });
+      expect(r.code).toBe(125);
+      expect(r.stdout).toBe("");
+      expect(r.stderr.trimEnd().split("\n")).toHaveLength(1);
+      expect(r.stderr).toContain("/nonexistent/python3");
+    }),
+  30_000);
+});
+
