@@ -44,7 +44,13 @@ export async function serve(ctx: CliContext, flags: ServeOptions): Promise<numbe
   // unnamed session's worker (a named one stays) and gives the terminal back in its normal mode.
   const end = (status: number) => {
     term.mute();
-    if (process.stdin.isTTY) process.stdin.setRawMode(false);
+    try {
+      if (process.stdin.isTTY) process.stdin.setRawMode(false);
+    } catch {
+      // A terminal that hung up cannot be reset, and needs no resetting.
+    }
+    // Closing ends an unnamed worker gracefully; the timer makes sure leaving never hangs on it.
+    setTimeout(() => process.exit(status), 3_000).unref();
     void session.close().finally(() => process.exit(status));
   };
   const endOnSignal = (signal: NodeJS.Signals) => end(signal === "SIGHUP" ? 129 : 143);

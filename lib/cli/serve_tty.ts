@@ -1,6 +1,7 @@
 // The interactive REPL on a terminal: banner, prompts, multi-line cells decided by the runtime's
 // `is_complete` (the continuation line is pre-filled with the indent it suggests), meta commands,
 // history, completion, Ctrl-C and Ctrl-D.
+import { version } from "../../package.json";
 import type { HistoryFile } from "./serve_history.ts";
 import { makeCompleter } from "./serve_complete.ts";
 import { isMetaCommand, runMetaCommand } from "./serve_meta.ts";
@@ -92,7 +93,7 @@ export async function serveTerminal(run: ServeRun, options: TerminalOptions): Pr
 function banner(run: ServeRun, python: string | undefined, width: number): string {
   const { style } = run.term;
   const who = run.name !== undefined ? `session ${run.name}` : "a new unnamed session";
-  const head = `awrepl: ${who}${python ? ` · ${python}` : ""}`;
+  const head = `awrepl ${version} · ${who}${python ? ` · ${python}` : ""}`;
   const leave =
     run.name !== undefined
       ? "Ctrl-D or :quit leaves; the session keeps running. :help lists commands."
