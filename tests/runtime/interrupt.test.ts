@@ -135,4 +135,20 @@ describe("interrupt", () => {
     expect(done.status).toBe("error");
     expect(rt.events.find((e) => e.event === "error" && e.id === id)!.ename).toBe("KeyboardInterrupt");
   });
+
+  test("the trailing value's repr is still interruptible", async () => {
+    const rt = await Runtime.start();
+    await rt.exec("import time\nclass Slow:\n    def __repr__(self):\n        time.sleep(60)\n        return 'never'");
+    const id = rt.newId("repr");
+    const start = rt.events.length;
+    rt.send({ type: "execute", id, code: "print('go', flush=True)\nSlow()" });
+    await rt.waitFor((e) => e.event === "stdout" && e.id === id, 10_000, start);
+    await sleep(100);
+    rt.send({ type: "interrupt", id });
+    const done = await rt.waitFor((e) => e.event === "done" && e.id === id, 10_000, start);
+    expect(done.status).toBe("error");
+    const evs = rt.events.slice(start).filter((e) => e.id === id);
+    expect(evs.find((e) => e.event === "error")!.ename).toBe("KeyboardInterrupt");
+    expect(evs.some((e) => e.event === "result")).toBe(false);
+  });
 });

@@ -129,4 +129,31 @@ describe("snapshot, restore, list_names", () => {
     expect(done.status).toBe("error");
     expect(String(done.reason)).toContain("path");
   });
+
+  test("In, Out and get_ipython in a payload are never restored; a dill payload without dill fails per name", async () => {
+    const rt = await Runtime.start();
+    const plain = join(dir, "plain.pkl");
+    const withDill = join(dir, "dill.pkl");
+    await rt.exec(
+      [
+        "import pickle",
+        "blobs = {'In': pickle.dumps([1]), 'Out': pickle.dumps({}), 'get_ipython': pickle.dumps(0), 'ok': pickle.dumps(2)}",
+        `with open(${JSON.stringify(plain)}, 'wb') as f: pickle.dump({'format': 1, 'serializer': 'pickle', 'names': blobs}, f)`,
+        `with open(${JSON.stringify(withDill)}, 'wb') as f: pickle.dump({'format': 1, 'serializer': 'dill', 'names': {'v': pickle.dumps(3)}}, f)`,
+        "try:\n    import dill\n    has_dill = True\nexcept ImportError:\n    has_dill = False",
+      ].join("\n"),
+    );
+    const fresh = await Runtime.start();
+    const r = await fresh.request({ type: "restore", path: plain });
+    expect(r.done.restored).toEqual(["ok"]);
+    expect(r.done.failed).toEqual([]);
+    const hasDill = (await rt.exec("has_dill")).result === "True";
+    const d = await fresh.request({ type: "restore", path: withDill });
+    if (hasDill) {
+      expect(d.done.restored).toEqual(["v"]);
+    } else {
+      expect(d.done.restored).toEqual([]);
+      expect((d.done.failed as Array<{ name: string; reason: string }>)[0]!.reason).toContain("dill");
+    }
+  });
 });
