@@ -206,8 +206,7 @@ describe("timeouts, deaths and interrupts", () => {
     const s = await start();
     const pid = s.pid ?? 0;
     process.kill(pid, "SIGKILL");
-    await waitFor(() => !alive(pid), 5000, "the worker to die");
-    await new Promise((r) => setTimeout(r, 300));
+    await waitFor(() => s.pid === null, 5000, "the session to see its worker die");
     const r = await s.execute("3");
     expect(r.value).toBe("3");
     expect(r.notice).toContain("SIGKILL");
@@ -271,9 +270,10 @@ describe("output", () => {
 
   test("output a background thread writes between cells opens the next cell's output", async () => {
     const s = await start();
-    await s.execute("import threading, time\nthreading.Thread(target=lambda: (time.sleep(0.2), print('late'))).start()");
+    await s.execute("import threading, time\nwritten = threading.Event()\nthreading.Thread(target=lambda: (time.sleep(0.2), print('late'), written.set())).start()");
     await new Promise((r) => setTimeout(r, 600));
-    const r = await s.execute("print('now')");
+    // The wait makes the test hold on a slow machine too (then the line arrives during this cell).
+    const r = await s.execute("written.wait(5)\nprint('now')");
     expect(r.stdout).toBe("late\nnow\n");
   });
 
