@@ -44,7 +44,14 @@ export class SpareWorkers implements AsyncDisposable {
     if (!spare) return null;
     this.spares.delete(key);
     const worker = await spare;
-    return worker && worker.state === "ready" ? worker : null;
+    if (!worker || worker.state !== "ready") return null;
+    // It may have died a moment ago, before its exit reached us: a cheap check saves a "died" cell.
+    try {
+      process.kill(worker.pid, 0);
+    } catch {
+      return null;
+    }
+    return worker;
   }
 
   /** Starts a spare for `key` in the background, unless there is one already. */
