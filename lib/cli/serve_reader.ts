@@ -73,6 +73,12 @@ export class LineReader {
     });
   }
 
+  /** The next line already entered (pasted along with the one just read) but not yet read, if any. */
+  peek(): string | undefined {
+    const next = this.#queue[0];
+    return next?.kind === "line" ? next.line : undefined;
+  }
+
   /**
    * While a cell runs the editor steps aside: input is paused and the terminal goes back to cooked mode,
    * so Ctrl-C raises SIGINT in this process (the worker has its own process group and never sees it)

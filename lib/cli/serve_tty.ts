@@ -58,6 +58,11 @@ export async function serveTerminal(run: ServeRun, options: TerminalOptions): Pr
         if (outcome === "quit") break;
         continue;
       }
+      // In pasted code an empty line followed by more of the block (indented) does not end the block.
+      if (blank && /^\s+\S/.test(reader.peek() ?? "")) {
+        lines.push("");
+        continue;
+      }
       lines.push(blank ? "" : line);
       const code = cellText(lines);
       const verdict = await completeness(run.session, code);

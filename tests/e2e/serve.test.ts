@@ -51,6 +51,14 @@ describe("serve in a terminal", () => {
     expect(screen).toContain(">>> def add(a, b):\n...     return a + b\n");
   }, 60_000);
 
+  test("pasted code: lines run in order, and an empty line inside a pasted block does not end it", async () => {
+    const pane = serve();
+    await ready(pane, 1);
+    pane.type("def total(xs):\n    acc = 0\n\n    for x in xs:\n        acc += x\n\n    return acc\n\ntotal([1, 2, 3]) * 7\n");
+    const screen = await pane.waitFor(/^42$/m);
+    expect(screen).not.toContain("Error");
+  }, 60_000);
+
   test("Tab completes a keyword and a name from the live namespace", async () => {
     const pane = serve();
     await ready(pane, 1);
