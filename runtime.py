@@ -1815,9 +1815,9 @@ def _h_signatures(r):
         raise _RequestFailed("modules must be a list of strings")
     targets, failed = [], []
     if mods is None:
-        for k in _user_names():  # modules imported into the namespace stand in for skills
+        for k in _user_names():  # the user's own modules in the namespace stand in for skills
             v = _ns[k]
-            if type(v).__name__ == "module" and not _is_stdlib(v):
+            if type(v).__name__ == "module" and not _is_installed(v):
                 targets.append((k, v))
     else:
         for name in mods:
@@ -1845,13 +1845,18 @@ def _h_signatures(r):
     return {"calls": len(lines), "failed": failed, "digest": "\n".join(lines + shapes)}
 
 
-def _is_stdlib(mod):
+def _is_installed(mod):
+    """True for the stdlib, builtins and installed packages: only the user's own modules (the
+    project's, PYTHONPATH's) stand in for skills."""
     f = getattr(mod, "__file__", None)
     if not f:
         return True
+    parts = os.path.abspath(f).split(os.sep)
+    if "site-packages" in parts or "dist-packages" in parts:
+        return True
     import sysconfig
     std = sysconfig.get_paths().get("stdlib", "")
-    return bool(std) and os.path.abspath(f).startswith(os.path.abspath(std) + os.sep) and "site-packages" not in f
+    return bool(std) and os.path.abspath(f).startswith(os.path.abspath(std) + os.sep)
 
 
 def _remedies(e):
