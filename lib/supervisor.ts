@@ -14,6 +14,7 @@ import { AwreplError } from "./errors.ts";
 import { ensurePrivateDir } from "./paths.ts";
 import type { ClientRequest, RequestId, SessionSpec, SupervisorReply } from "./protocol.ts";
 import { ReplSession } from "./session.ts";
+import { SpareWorkers } from "./spare.ts";
 import { acquireStartLock } from "./supervisor_lock.ts";
 import { AWREPL_VERSION, buildId, type ClientOptions, resolveHome, SUPERVISOR_PROTOCOL, type SupervisorPaths, supervisorPaths } from "./supervisor_paths.ts";
 import { parseRequestLine } from "./supervisor_requests.ts";
@@ -69,6 +70,8 @@ export async function runSupervisor(options: ClientOptions = {}): Promise<number
 
 class Supervisor {
   private readonly sessions: SessionTable;
+  /** Warm workers, so a new session's first result does not wait for Python to start. */
+  private readonly spares = new SpareWorkers();
   private readonly connections = new Set<Connection>();
   private readonly startedAt = Date.now();
   /** Other builds of this version that have connected (logged once each). */
@@ -263,6 +266,7 @@ class Supervisor {
       maxOutputBytes: spec.maxOutputBytes ?? this.config.maxOutputBytes,
       graceMs: spec.graceMs ?? this.config.graceMs,
       home: this.paths.home,
+      spares: this.spares,
     });
   }
 
@@ -350,7 +354,7 @@ class Supervisor {
         }
       }
       // (Persistence hooks in here: snapshot every session before closing it.)
-      const closing = this.sessions.closeAll();
+      const closing = Promise.all([this.sessions.closeAll(), this.spares.closeAll()]);
       const timeout = new Promise((r) => setTimeout(r, 10_000).unref());
       await Promise.race([closing, timeout]);
       for (const conn of this.connections) conn.socket.end();

@@ -1,7 +1,7 @@
 // The supervisor end to end, through the compiled binary: named sessions across processes, ordering,
 // start-up races, crashes, hostile input on the socket, permissions, and that nothing is left behind.
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdirSync, readFileSync, statSync } from "node:fs";
+import { mkdirSync, readFileSync, readlinkSync, statSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { processAlive } from "../../lib/supervisor_lock.ts";
@@ -39,6 +39,19 @@ function supervisorsOf(h: string): number[] {
   return processesOf(h).filter((pid) => {
     try {
       return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("__supervisor");
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** The worker processes (sessions' and spares') a supervisor started: its Python children. */
+function workersOf(h: string, supervisor: number): number[] {
+  return processesOf(h).filter((pid) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      return ppid === supervisor && /python[\d.]*$/.test(readlinkSync(`/proc/${pid}/exe`));
     } catch {
       return false;
     }
@@ -111,6 +124,26 @@ describe("named sessions across processes", () => {
     const text = await run(["sessions"], { home: h });
     expect(text.stdout).toContain("NAME");
     expect(text.stdout).toContain(String(pid));
+  });
+});
+
+describe("spare workers", () => {
+  test("a new session takes the warm spare the supervisor keeps, and stop ends the spare too", async () => {
+    const h = home();
+    const first = await workerPid(h, "a");
+    const sup = (await supervisorPid(h)) as number;
+    let spares: number[] = [];
+    await waitUntil("a spare worker is started", () => {
+      spares = workersOf(h, sup).filter((pid) => pid !== first);
+      return spares.length > 0;
+    });
+    const second = await workerPid(h, "b");
+    expect(spares).toContain(second);
+    // The spare was a fresh namespace: nothing of a's leaks into b.
+    await run(["-s", "a", "run", "only_in_a = 1"], { home: h });
+    expect((await run(["-s", "b", "run", "'only_in_a' in globals()"], { home: h })).stdout).toBe("False\n");
+    expect((await run(["daemon", "stop"], { home: h })).code).toBe(0);
+    expect(await waitForNoProcesses(h)).toEqual([]);
   });
 });
 
