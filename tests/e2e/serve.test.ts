@@ -16,9 +16,10 @@ beforeAll(async () => {
 afterEach(async () => {
   for (const pane of panes) pane.kill();
   panes = [];
-  if (home) await cleanupHome(home);
+  const done = home;
   home = "";
-});
+  if (done) await cleanupHome(done);
+}, 30_000); // stopping a supervisor and waiting for its workers can take a while on a busy machine
 
 function serve(args: string[] = [], options: { width?: number; env?: Record<string, string | undefined> } = {}): TmuxPane {
   home ||= makeHome();

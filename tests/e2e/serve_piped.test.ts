@@ -12,9 +12,10 @@ beforeAll(async () => {
 }, 300_000);
 
 afterEach(async () => {
-  if (home) await cleanupHome(home);
+  const done = home;
   home = "";
-});
+  if (done) await cleanupHome(done);
+}, 30_000); // stopping a supervisor and waiting for its workers can take a while on a busy machine
 
 /** `globals` go before the command (-s NAME), `args` after it (serve's own options). */
 function serve(input: string, args: string[] = [], globals: string[] = []) {
