@@ -236,6 +236,8 @@ export type DaemonStatus = {
   home: string;
   uptime_ms: number;
   sessions: number;
+  /** Warm workers waiting for a new session. */
+  spares: number;
   connections: number;
   idle_exit_ms: number;
   rss_bytes: number | null;

@@ -281,6 +281,7 @@ class Supervisor {
       home: this.paths.home,
       uptime_ms: Date.now() - this.startedAt,
       sessions: this.sessions.size,
+      spares: this.spares.size,
       connections: this.connections.size,
       idle_exit_ms: this.config.idleExitMs,
       rss_bytes: processRss(process.pid),

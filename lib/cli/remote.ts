@@ -96,7 +96,7 @@ export function registerRemoteCommands(program: Command, ctx: CliContext): void 
       print(
         [
           `Supervisor running: pid ${status.pid}, version ${status.version}, up ${duration(status.uptime_ms)}`,
-          `sessions: ${status.sessions}   connections: ${status.connections}   rss: ${bytes(status.rss_bytes)}`,
+          `sessions: ${status.sessions}   spare workers: ${status.spares}   connections: ${status.connections}   rss: ${bytes(status.rss_bytes)}`,
           `socket: ${status.socket}`,
           `log: ${status.log}`,
           `idle exit: ${status.idle_exit_ms ? `after ${duration(status.idle_exit_ms)} with no sessions` : "never"}`,
