@@ -955,6 +955,9 @@ def _prepare(code):
             p.explicit_await = True
             expr = expr.value
         p.tail = compile(_ast.Expression(expr), fn, "eval", _TLA, dont_inherit=True)
+    if body and "await" in code:
+        _settle_awaits(_ast, body)
+        _ns.setdefault(_SETTLE_NAME, _settle)
     p.body = compile(_ast.Module(body, []), fn, "exec", _TLA, dont_inherit=True) if body else None
     needs = "asyncio" in sys.modules
     for c in (p.body, p.tail):
@@ -962,6 +965,54 @@ def _prepare(code):
             needs = bool(c.co_flags & _CO_COROUTINE) or _mentions_asyncio(c)
     p.needs_loop = needs
     return p
+
+
+_SETTLE_NAME = "__awrepl_settle__"
+
+
+class _Settled(object):
+    """A plain value made awaitable: `await` on it returns it unchanged."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __await__(self):
+        return self.value
+        yield  # noqa: unreachable; makes __await__ a generator
+
+
+def _settle(v):
+    return v if _is_awaitable(v) else _Settled(v)
+
+
+def _settle_awaits(_ast, nodes):
+    """Rewrite the cell's own `await X` (not those inside functions) as `await settle(X)`, so
+    awaiting a value that is already settled (`x = await _`) returns it instead of TypeError."""
+    skip = (_ast.FunctionDef, _ast.AsyncFunctionDef, _ast.Lambda, _ast.ClassDef)
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, skip):
+            continue
+        if type(node) is _ast.Await:
+            inner = node.value
+            call = _ast.Call(_ast.Name(_SETTLE_NAME, _ast.Load()), [inner], [])
+            for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
+                v = getattr(inner, attr, None)
+                if v is not None:
+                    setattr(call, attr, v)
+                    setattr(call.func, attr, v)
+            node.value = call
+            stack.append(inner)
+            continue
+        for field in node._fields:
+            v = getattr(node, field, None)
+            if isinstance(v, list):
+                stack.extend(x for x in v if isinstance(x, _ast.AST))
+            elif isinstance(v, _ast.AST):
+                stack.append(v)
 
 
 def _is_awaitable(v):

@@ -33,6 +33,14 @@ describe("top-level await and the awaitable rule", () => {
     const a = await rt.exec("await _");
     expect(a.error).toBeNull();
     expect(a.result).toBe("5");
+    const b = await rt.exec("async def f():\n    return 7\nx = await _\nmixed = [await v for v in [f(), 3]]\nx, mixed");
+    expect(b.result).toBe("(5, [7, 3])");
+  });
+
+  test("awaits inside the cell's own functions keep Python's rules", async () => {
+    const rt = await Runtime.start();
+    const a = await rt.exec("async def g():\n    return await 5\nawait g()");
+    expect(a.error!.ename).toBe("TypeError");
   });
 
   test("a future as the last expression is awaited", async () => {
