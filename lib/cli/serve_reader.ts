@@ -53,6 +53,11 @@ export class LineReader {
     });
     this.rl.on("line", (line) => this.#deliver({ kind: "line", line }));
     this.rl.on("SIGINT", () => this.#cancel());
+    // Back in the foreground after Ctrl-Z: readline leaves its input paused; showing the prompt again
+    // resumes it.
+    this.rl.on("SIGCONT", () => {
+      if (this.#waiter) this.rl.prompt(true);
+    });
     this.rl.on("close", () => {
       this.#closed = true;
       this.#deliver({ kind: "eof" });

@@ -177,6 +177,27 @@ describe("serve in a terminal", () => {
     expect(alive(pid)).toBe(false);
   }, 60_000);
 
+  test("Ctrl-Z suspends serve in a job-control shell and fg brings the prompt back, line intact", async () => {
+    home = makeHome();
+    const shell = new TmuxPane(["bash", "--norc", "--noprofile", "-i"], { env: testEnv(home, { PS1: "$ " }), cwd: home });
+    panes.push(shell);
+    await shell.waitForCursorAfter("$ ");
+    shell.enter(`${binary} serve`);
+    await ready(shell, 1);
+    shell.enter("x = 5");
+    await ready(shell, 2);
+    shell.type("x +");
+    shell.keys("C-z");
+    await shell.waitFor("Stopped");
+    await shell.waitForCursorAfter("$ ");
+    shell.enter("fg");
+    await shell.waitForCursorAfter(">>> x +");
+    shell.enter(" 2");
+    await shell.waitFor(/^7$/m);
+    shell.keys("C-d");
+    await shell.waitForCursorAfter("$ ");
+  }, 60_000);
+
   test("meta commands: :vars, :inspect, :reset, :help, :quit", async () => {
     const pane = serve();
     await ready(pane, 1);
