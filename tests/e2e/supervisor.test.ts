@@ -169,6 +169,22 @@ describe("lifecycle", () => {
     expect(await supervisorPid(h)).not.toBe(sup);
   });
 
+  test("a supervisor that accepts but never answers gives a clear error, not a hang", async () => {
+    const h = home();
+    await run(["-s", "a", "run", "1"], { home: h });
+    const sup = (await supervisorPid(h)) as number;
+    process.kill(sup, "SIGSTOP");
+    try {
+      const r = await run(["-s", "a", "run", "2"], { home: h, timeoutMs: 40_000 });
+      expect(r.code).toBe(125);
+      expect(r.stderr).toContain("did not answer");
+      expect(r.stderr).toContain(join(h, "supervisor.log"));
+    } finally {
+      process.kill(sup, "SIGCONT");
+    }
+    expect((await run(["-s", "a", "run", "3"], { home: h })).stdout).toBe("3\n");
+  }, 60_000);
+
   test("close ends the session's worker and forgets the session", async () => {
     const h = home();
     const worker = await workerPid(h, "a");
