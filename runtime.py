@@ -1500,64 +1500,59 @@ def _reader():
     os._exit(0)
 
 
+# The stdin watchdog, run as `python -S -I -c _WATCHDOG parent_pid grace`: fd 3 is our stdin, fd 4 a
+# pipe whose write end only we hold. It sleeps in poll(); stdin's hang-up starts the grace period,
+# our exit (fd 4 hangs up) ends it; at the end of the grace it SIGKILLs us.
+_WATCHDOG = (
+    "import os,select,sys\n"
+    "h=select.POLLHUP|select.POLLERR|select.POLLNVAL|getattr(select,'POLLRDHUP',0)\n"
+    "p=select.poll();p.register(3,h);p.register(4,h)\n"
+    "e=dict(p.poll())\n"
+    "if e.get(3) and not e.get(4):\n"
+    " p.unregister(3)\n"
+    " if not p.poll(int(float(sys.argv[2])*1000)):os.kill(int(sys.argv[1]),9)\n"
+)
+
+
 def _start_watchdog():
     """A helper process that kills us when stdin hangs up and we have not exited in time.
 
     The reader thread handles EOF itself, but it needs the GIL, and a cell stuck in a C loop
-    (sum(range(10**12))) never releases it. The helper needs no GIL: it sleeps in poll() on fd 0
-    (for the hang-up) and on a pipe only we hold the write end of (for our own exit). It is forked
-    twice, so it is not our child: a cell's os.wait() never meets it.
+    (sum(range(10**12))) never releases it; the helper needs no GIL. It is a fresh interpreter
+    (python -S -I), not a fork of this one: a fork would come to hold a private copy of every page
+    we touch afterwards. It is started through `sh -c '... &'` so it is not our child: a cell's
+    os.wait() never meets it.
     """
     global _watchdog_started
     _watchdog_started = True
-    if not hasattr(os, "fork") or os.environ.get("AWREPL_NO_WATCHDOG"):
+    exe = sys.executable
+    if (not hasattr(os, "posix_spawn") or not exe or not os.path.exists("/bin/sh")
+            or os.environ.get("AWREPL_NO_WATCHDOG")):
         return
-    import select
-    import warnings
-    if not hasattr(select, "poll"):
-        return
-    parent = os.getpid()
     alive_r, alive_w = os.pipe()  # alive_w stays here, close-on-exec: HUP on alive_r = we are gone
+    actions = [(os.POSIX_SPAWN_DUP2, _req_fd, 3), (os.POSIX_SPAWN_DUP2, alive_r, 4),
+               (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+               (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+               (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)]
+    argv = ["/bin/sh", "-c", '"$@" &', "sh", exe, "-S", "-I", "-c", _WATCHDOG,
+            str(os.getpid()), str(EOF_GRACE + 0.4)]
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # 3.12+: fork() with threads running
-            pid = os.fork()
+        pid = os.posix_spawn("/bin/sh", argv, dict(os.environ), file_actions=actions)
     except OSError:
-        os.close(alive_r)
         os.close(alive_w)
         return
-    if pid:
-        os.close(alive_r)
-        _keep.append(alive_w)
-        try:
-            os.waitpid(pid, 0)  # the intermediate child exits at once
-        except OSError:
-            pass
-        return
-    try:
-        if os.fork():
-            os._exit(0)
-        os.dup2(_req_fd, 3)
-        os.dup2(alive_r, 4)
-        null = os.open(os.devnull, os.O_RDWR)
-        for target in (0, 1, 2):
-            os.dup2(null, target)
-        os.closerange(5, 1 << 16)
-        hup = select.POLLHUP | select.POLLERR | select.POLLNVAL | getattr(select, "POLLRDHUP", 0)
-        p = select.poll()
-        p.register(3, hup)
-        p.register(4, hup)
-        while True:
-            events = dict(p.poll())
-            if events.get(4):
-                break  # we exited
-            if events.get(3):
-                p.unregister(3)  # stdin hung up: now only our exit matters, for the grace period
-                if not p.poll(int((EOF_GRACE + 0.4) * 1000)):
-                    os.kill(parent, 9)
-                break
     finally:
-        os._exit(0)
+        os.close(alive_r)
+    _keep.append(alive_w)
+    _thread.start_new_thread(_reap, (pid,))  # the sh exits at once
+
+
+def _reap(pid):
+    _block_sigint()
+    try:
+        os.waitpid(pid, 0)
+    except OSError:
+        pass
 
 
 # ---------------------------------------------------------------------------------------------
