@@ -78,6 +78,13 @@ export class LineReader {
     });
   }
 
+  /** True (once) when Ctrl-C was pressed since the last read(): what was entered is to be dropped. */
+  takeCancel(): boolean {
+    if (this.#queue[0]?.kind !== "cancel") return false;
+    this.#queue.shift();
+    return true;
+  }
+
   /** The next line already entered (pasted along with the one just read) but not yet read, if any. */
   peek(): string | undefined {
     const next = this.#queue[0];

@@ -66,6 +66,11 @@ export async function serveTerminal(run: ServeRun, options: TerminalOptions): Pr
       lines.push(blank ? "" : line);
       const code = cellText(lines);
       const verdict = await completeness(run.session, code);
+      // Ctrl-C while the check waited (a shared session busy with another client's cell) drops the cell.
+      if (reader.takeCancel()) {
+        lines.length = 0;
+        continue;
+      }
       // Two blank lines in a row end the cell whatever the verdict, so a confused check can never trap
       // the user at the continuation prompt; an unfinished cell then shows its SyntaxError.
       if (verdict.status === "incomplete" && !(blank && blankBefore)) {

@@ -2,7 +2,7 @@
 // Ctrl-D, meta commands, NO_COLOR and a narrow terminal. Each test has its own AWREPL_HOME and its own
 // tmux server, both torn down afterwards.
 import { afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { awreplBinary, cleanupHome, makeHome, run, testEnv } from "./helpers.ts";
+import { awreplBinary, cleanupHome, makeHome, run, start, testEnv } from "./helpers.ts";
 import { prompts, TmuxPane } from "./serve_tmux.ts";
 
 let binary = "";
@@ -119,6 +119,20 @@ describe("serve in a terminal", () => {
     await ready(pane, 3);
     pane.enter("kept.upper()");
     await pane.waitFor("'STILL HERE'");
+  }, 60_000);
+
+  test("in a session busy with another client's cell, Ctrl-C while waiting drops the entered cell", async () => {
+    const pane = serve(["-s", "shared"]);
+    await ready(pane, 1);
+    const agent = await start(["-s", "shared", "run", "import time; time.sleep(4); 'agent done'"], { home });
+    await Bun.sleep(500); // the agent's cell is running now
+    pane.enter("dropped = True");
+    await Bun.sleep(300);
+    pane.keys("C-c");
+    expect((await agent.result).stdout).toBe("'agent done'\n");
+    await ready(pane, 2);
+    pane.enter("'dropped' in dir()");
+    await pane.waitFor(/^False$/m);
   }, 60_000);
 
   test("Ctrl-C at the prompt abandons the line being typed", async () => {
