@@ -51,6 +51,15 @@ export class LineReader {
       }
       this.#trackWrappedRows();
     });
+    // Backspace in the indentation removes one indent level, as Python's and IPython's REPLs do: this
+    // listener runs before readline's and removes all but the one space readline is about to delete.
+    options.input.prependListener("keypress", (_text: string | undefined, key: { name?: string; ctrl?: boolean; meta?: boolean } | undefined) => {
+      if (!this.#waiter || key?.name !== "backspace" || key.ctrl || key.meta) return;
+      const before = this.rl.line.slice(0, this.rl.cursor);
+      if (before === "" || !/^ +$/.test(before)) return;
+      const extra = ((before.length - 1) % 4) as number;
+      for (let i = 0; i < extra; i++) this.rl.write(null, { name: "backspace" });
+    });
     this.rl.on("line", (line) => this.#deliver({ kind: "line", line }));
     this.rl.on("SIGINT", () => this.#cancel());
     // Back in the foreground after Ctrl-Z: readline leaves its input paused; showing the prompt again

@@ -52,6 +52,24 @@ describe("serve in a terminal", () => {
     expect(screen).toContain(">>> def add(a, b):\n...     return a + b\n");
   }, 60_000);
 
+  test("Backspace in the indentation removes a whole indent level", async () => {
+    const pane = serve();
+    await ready(pane, 1);
+    pane.enter("for i in range(2):");
+    await pane.waitForCursorAfter("...     ");
+    pane.enter("if i:");
+    await pane.waitForCursorAfter("...         ");
+    pane.enter("print('inner', i)");
+    await pane.waitForCursorAfter("...         ");
+    pane.keys("BSpace");
+    await pane.waitForCursorAfter("...     ");
+    pane.enter("print('outer', i)");
+    await pane.waitForCursorAfter("...     ");
+    pane.keys("Enter");
+    const screen = await pane.waitFor(/^outer 1$/m);
+    expect(screen).toContain("outer 0\ninner 1\nouter 1\n");
+  }, 60_000);
+
   test("pasted code: lines run in order, and an empty line inside a pasted block does not end it", async () => {
     const pane = serve();
     await ready(pane, 1);
