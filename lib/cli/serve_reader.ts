@@ -57,7 +57,7 @@ export class LineReader {
       if (!this.#waiter || key?.name !== "backspace" || key.ctrl || key.meta) return;
       const before = this.rl.line.slice(0, this.rl.cursor);
       if (before === "" || !/^ +$/.test(before)) return;
-      const extra = ((before.length - 1) % 4) as number;
+      const extra = (before.length - 1) % 4;
       for (let i = 0; i < extra; i++) this.rl.write(null, { name: "backspace" });
     });
     this.rl.on("line", (line) => this.#deliver({ kind: "line", line }));
