@@ -2170,8 +2170,6 @@ def _after_fork_in_child():
 
 
 def main():
-    global _pumps, _reqq, _monotonic, _cell_var, _cell_get, _cell_set, _cell_reset, _FENCE
-    global _use_signal, _user_module, _runtime_module, _ns, _serving
     global _signal
     import _signal
     _signal.signal(_signal.SIGINT, _on_sigint)  # first: a SIGINT during start-up is ignored, not fatal
@@ -2180,9 +2178,18 @@ def main():
     _write_all(('{"event":"ready","protocol":%d,"python":"%s","capabilities":[%s],"pid":%d}\n'
                 % (PROTOCOL, version, ",".join('"%s"' % c for c in CAPABILITIES), _pid)).encode())
     # Everything below runs while the host prepares its first request.
+    _setup_state()
+    _setup_pumps(pumps)
+    _install_namespace()
+    _init_json()  # before the threads: the pumps frame with it
+    _start_threads(pumps)
+    _serve()
+
+
+def _setup_state():
+    global _reqq, _monotonic, _cell_var, _cell_get, _cell_set, _cell_reset, _FENCE, _use_signal
     import time
     import _queue
-    signal_mod = _signal
     import contextvars
     _monotonic = time.monotonic
     _reqq = _queue.SimpleQueue()
@@ -2191,13 +2198,17 @@ def main():
     _cell_set = _cell_var.set
     _cell_reset = _cell_var.reset
     _FENCE = b"\x00\x1bawrepl-fence-" + os.urandom(8).hex().encode() + b"\x00"
-    _use_signal = hasattr(signal_mod, "pthread_kill") and not os.environ.get("AWREPL_INTERRUPT_FALLBACK")
+    _use_signal = hasattr(_signal, "pthread_kill") and not os.environ.get("AWREPL_INTERRUPT_FALLBACK")
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _setup_pumps(pumps):
+    global _pumps
     try:
         import select
-        for p in pumps:
-            if hasattr(select, "poll"):
+        if hasattr(select, "poll"):
+            for p in pumps:
                 p.poller = select.poll()
                 p.poller.register(p.rfd, select.POLLIN)
                 p.check = select.poll()
@@ -2214,10 +2225,14 @@ def main():
     Stream = _make_stream_class()
     sys.stdout = Stream("stdout", 1)
     sys.stderr = Stream("stderr", 2)
-    if sys.stdin is not None and getattr(sys.stdin, "closed", False):
-        pass
-    sys.argv = [""]
+
+
+def _install_namespace():
+    """Cells run in a fresh module installed as __main__ (pickle and dill look classes up there);
+    the runtime's own module stays referenced so its globals live on."""
+    global _runtime_module, _user_module, _ns
     import types
+    sys.argv = [""]
     _runtime_module = sys.modules.get("__main__")
     _user_module = types.ModuleType("__main__")
     sys.modules["__main__"] = _user_module
@@ -2225,13 +2240,15 @@ def main():
     if "linecache" not in sys.modules:
         sys.meta_path.insert(0, _LinecacheHook())
     _ns = _fresh_namespace()
-    _init_json()  # before the pumps: they frame with it
+
+
+def _start_threads(pumps):
+    global _serving
     for p in pumps:
         _thread.start_new_thread(_pump_forever, (p,))
     _thread.start_new_thread(_batch_timer, ())
     _serving = True
     _thread.start_new_thread(_reader, ())
-    _serve()
 
 
 def _next_request():
