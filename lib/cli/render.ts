@@ -9,6 +9,7 @@
 import { isTextMime } from "../display.ts";
 import { utf8Length, utf8Prefix } from "../output.ts";
 import type { ExecResult, ExecStatus } from "../protocol.ts";
+import { writeStream } from "./stdio.ts";
 
 const EXIT_FOR_STATUS: Record<ExecStatus, number> = { ok: 0, error: 1, timeout: 124, interrupted: 130, died: 125 };
 
@@ -201,43 +202,6 @@ export class LiveEcho {
     if (piece === "") return;
     this.echoed[stream] += piece;
     this.write(stream, piece);
-  }
-}
-
-const closedStreams = new Set<"stdout" | "stderr">();
-let guarded = false;
-
-/**
- * Writes to stdout/stderr and resolves once the text is handed to the OS (so exit loses nothing).
- * A reader that went away (`awrepl run ... | head -1`: EPIPE) is not an error of the cell: later
- * output to that stream is dropped quietly and the exit status stays the cell's.
- */
-export function writeStream(stream: "stdout" | "stderr", text: string): Promise<void> {
-  if (text === "" || closedStreams.has(stream)) return Promise.resolve();
-  if (!guarded) {
-    guarded = true;
-    process.stdout.on("error", (err) => streamFailed("stdout", err));
-    process.stderr.on("error", (err) => streamFailed("stderr", err));
-  }
-  const target = stream === "stdout" ? process.stdout : process.stderr;
-  return new Promise((resolve) => {
-    try {
-      target.write(text, (err) => {
-        if (err) streamFailed(stream, err);
-        resolve();
-      });
-    } catch (err) {
-      streamFailed(stream, err);
-      resolve();
-    }
-  });
-}
-
-function streamFailed(stream: "stdout" | "stderr", err: unknown): void {
-  closedStreams.add(stream);
-  const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  if (code !== "EPIPE" && code !== "ERR_STREAM_DESTROYED" && stream === "stdout" && !closedStreams.has("stderr")) {
-    process.stderr.write(`awrepl: cannot write to stdout: ${(err as Error)?.message ?? String(err)}\n`);
   }
 }
 

@@ -11,7 +11,8 @@ import type { ReplSession } from "../session.ts";
 import type { ExecuteOptions, Session } from "../types.ts";
 import type { CliContext } from "./context.ts";
 import { readCell } from "./input.ts";
-import { LiveEcho, exitCodeFor, renderJson, renderText, useColor, writeRendered, writeStream } from "./render.ts";
+import { LiveEcho, exitCodeFor, renderJson, renderText, useColor, writeRendered } from "./render.ts";
+import { writeStream } from "./stdio.ts";
 
 export type RunArgs = {
   code?: string;

@@ -12,7 +12,8 @@ import type { ExecResult } from "../protocol.ts";
 import { ReplSession } from "../session.ts";
 import type { SessionOptions } from "../types.ts";
 import { version } from "../../package.json";
-import { useColor, writeStream } from "./render.ts";
+import { useColor } from "./render.ts";
+import { writeStream } from "./stdio.ts";
 
 export type SelfTestOptions = { python?: string; env: NodeJS.ProcessEnv };
 

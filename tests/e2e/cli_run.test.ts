@@ -165,6 +165,19 @@ describe("awrepl run --json", () => {
   30_000);
 });
 
+describe("awrepl run: large output", () => {
+  test("3 MB through a pipe arrives whole before awrepl exits (text and JSON)", () =>
+    withHome(async (home) => {
+      const cell = "import sys\n_ = sys.stdout.write('x' * 3_000_000)";
+      const text = await run(["run", "--max-output", "10000000", cell], { home });
+      expect(text.code).toBe(0);
+      expect(text.stdout.length).toBe(3_000_000);
+      const json = await run(["run", "--json", "--max-output", "10000000", cell], { home });
+      expect(JSON.parse(json.stdout).stdout.length).toBe(3_000_000);
+    }),
+  30_000);
+});
+
 describe("awrepl run: the reader goes away", () => {
   test("a closed stdout (`| head -1`) is not a crash: no EPIPE trace, the cell's exit status", () =>
     withHome(async (home) => {
