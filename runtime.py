@@ -80,11 +80,10 @@ _req_fd = -1
 class _Pump(object):
     """One fd (1 or 2) redirected into a pipe; a thread drains it to stdout/stderr events."""
 
-    __slots__ = ("chan", "fd", "rfd", "wfd", "seen", "busy", "wake", "poller", "check")
+    __slots__ = ("chan", "rfd", "wfd", "seen", "busy", "wake", "poller", "check")
 
     def __init__(self, fd, chan):
         self.chan = chan
-        self.fd = fd
         r, w = os.pipe()
         os.dup2(w, fd)  # fd 1/2 become the pipe's write end (inheritable: subprocesses write here)
         self.rfd = r
@@ -623,7 +622,7 @@ def _enqueue(r):
 def _activate(r):
     global _active, _live_cell
     if not _watchdog_started:
-        _start_watchdog()  # here, not before ready: after the start-up imports, fewer pages to copy
+        _start_watchdog()  # not before ready: spawning it is not on the path to the handshake
     with _slock:
         _active = r
         try:
@@ -825,7 +824,7 @@ def _fail(r, e, code=None):
             extra.extend(_remedies(e))
         except Exception:
             pass
-        key = code
+        key = (hash(code), len(code))  # not the code itself: a failing 10 MB cell stays small here
         prev = _fail_history.get(key)
         if prev is not None:
             extra.append("[awrepl] This identical cell already failed %d time%s before (%s); "
@@ -872,12 +871,23 @@ def _register_source(filename, code):
         _flush_sources()
 
 
+_registered_sources = []  # (filename, size), oldest first
+SOURCES_KEPT_BYTES = 64 << 20  # cell sources kept for tracebacks; the oldest go first beyond this
+_sources_bytes = [0]
+
+
 def _flush_sources(linecache=None):
     if linecache is None:
         import linecache
     while _pending_sources:
         filename, code = _pending_sources.pop(0)
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        _registered_sources.append((filename, len(code)))
+        _sources_bytes[0] += len(code)
+    while _sources_bytes[0] > SOURCES_KEPT_BYTES and len(_registered_sources) > 1:
+        filename, size = _registered_sources.pop(0)
+        linecache.cache.pop(filename, None)
+        _sources_bytes[0] -= size
 
 
 class _LinecacheHook(object):
