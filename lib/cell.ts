@@ -14,9 +14,20 @@ export type CellLimits = { timeoutMs: number; graceMs: number };
 
 /** What the next call of a session is told when this one's worker was lost. */
 export function lostStateNotice(killedAtTimeout: boolean, exit: WorkerExit | null): string {
-  const how = killedAtTimeout ? "was killed after a timeout" : exit ? describeExit(exit) : "died";
-  return `The previous worker ${how}; this call ran in a fresh worker and the earlier state is gone.`;
+  return `The previous worker ${howLost(killedAtTimeout, exit)}; this call ran in a fresh worker and the earlier state is gone.`;
 }
+
+/** What the next call is told when the lost worker's replacement was restored from a snapshot (`state`: which one). */
+export function restoredStateNotice(killedAtTimeout: boolean, exit: WorkerExit | null, state: string): string {
+  return `The previous worker ${howLost(killedAtTimeout, exit)}; this call ran in a fresh worker restored from ${state}.`;
+}
+
+function howLost(killedAtTimeout: boolean, exit: WorkerExit | null): string {
+  return killedAtTimeout ? "was killed after a timeout" : exit ? describeExit(exit) : "died";
+}
+
+/** Said after a loss when nothing could be restored. */
+const STATE_LOST = "the session's state was lost. The next call starts a fresh worker.";
 
 /** Collects the events of one execute request; `finish` or `lost` makes its ExecResult. */
 export class CellRecorder implements RequestHandlers {
@@ -71,18 +82,21 @@ export class CellRecorder implements RequestHandlers {
     return this.build("ok", this.value, null, "", session, notice, null);
   }
 
-  /** The result of a cell whose worker was lost: killed at the deadline (timeout) or dead (died). */
-  lost(flags: CellFlags, exit: WorkerExit | null, limits: CellLimits, session: string, notice: string | null): ExecResult {
+  /**
+   * The result of a cell whose worker was lost: killed at the deadline (timeout) or dead (died).
+   * `aftermath` says what became of the session's state (default: it was lost).
+   */
+  lost(flags: CellFlags, exit: WorkerExit | null, limits: CellLimits, session: string, notice: string | null, aftermath = STATE_LOST): ExecResult {
     let status: ExecStatus;
     let lostState: string;
     let exception: string;
     if (flags.killed) {
       status = "timeout";
-      lostState = `The cell exceeded the ${limits.timeoutMs} ms timeout and did not stop within the ${limits.graceMs} ms grace period; the worker was killed and the session's state was lost. The next call starts a fresh worker.`;
+      lostState = `The cell exceeded the ${limits.timeoutMs} ms timeout and did not stop within the ${limits.graceMs} ms grace period; the worker was killed and ${aftermath}`;
       exception = `TimeoutError: ${lostState}`;
     } else {
       status = "died";
-      lostState = `The Python worker ${exit ? describeExit(exit) : "died"}; the session's state was lost. The next call starts a fresh worker.`;
+      lostState = `The Python worker ${exit ? describeExit(exit) : "died"}; ${aftermath}`;
       exception = `WorkerDied: ${lostState}`;
     }
     return this.build(status, null, exception, "", session, notice ? `${notice} ${lostState}` : lostState, lostState);

@@ -1,10 +1,12 @@
 // A session backed by one local worker process at a time: ExecResult assembly with bounded output,
 // timeout escalation (interrupt at the deadline, kill the process group after the grace period), and a
-// fresh worker after a death, with the loss of state said in the next result's `notice`.
+// fresh worker after a death, with the loss of state said in the next result's `notice` — or, when
+// the session has a snapshot, the fresh worker restored from it and the result saying which state it
+// went back to. Opt-in autosave snapshots after every cell that changed the namespace.
 // Calls run one at a time in arrival order; interrupt() bypasses the queue.
-import { rmSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { CellRecorder, lostStateNotice } from "./cell.ts";
+import { CellRecorder, lostStateNotice, restoredStateNotice } from "./cell.ts";
 import { DisplayWriter } from "./display.ts";
 import { AwreplError } from "./errors.ts";
 import { OutputCollector } from "./output.ts";
@@ -12,11 +14,20 @@ import { ensurePrivateDir, SESSION_NAME, stateDir } from "./paths.ts";
 import type { DoneEvent, ExecResult, InspectInfo, NameFailure, RestoreReport } from "./protocol.ts";
 import { type Interpreter, resolveInterpreter } from "./python.ts";
 import { type Launch, runtimeLaunch } from "./runtime_source.ts";
+import { defaultSnapshotPath, describeSnapshot, isDefaultSnapshot, isUnreadableReason, manifestPath, moveAside, sweepTempFiles } from "./snapshot_store.ts";
 import type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, SnapshotReport } from "./types.ts";
 import { type SpareWorkers, spareKey } from "./spare.ts";
 import { Worker, type WorkerExit, type WorkerListeners, type WorkerOptions } from "./worker.ts";
 
-export const DEFAULTS = { timeoutMs: 30_000, maxOutputBytes: 65_536, graceMs: 2_000 } as const;
+export const DEFAULTS = {
+  timeoutMs: 30_000,
+  maxOutputBytes: 65_536,
+  graceMs: 2_000,
+  snapshotMaxBytes: 512 * 1024 * 1024,
+  snapshotMaxVariableBytes: 128 * 1024 * 1024,
+} as const;
+
+export { manifestPath } from "./snapshot_store.ts";
 
 export type ReplSessionOptions = SessionOptions & {
   /**
@@ -24,6 +35,15 @@ export type ReplSessionOptions = SessionOptions & {
    * a matching spare instead of starting Python, and starts the next spare once it is ready.
    */
   spares?: SpareWorkers;
+  /**
+   * Restore the session's default snapshot (<home>/snapshots/<id>.pkl) into the first worker, when
+   * there is one; the first execute's result reports it in `restored`. An unreadable snapshot is moved
+   * aside (`*.corrupt-<time>`) and the session starts fresh, which that result's `notice` says.
+   */
+  restoreOnStart?: boolean;
+  /** Size caps of every snapshot (total payload, one name); names over them are reported as skipped. */
+  snapshotMaxBytes?: number;
+  snapshotMaxVariableBytes?: number;
 };
 
 export type ReplSessionInfo = {
@@ -59,6 +79,9 @@ export class ReplSession implements Session {
   readonly maxOutputBytes: number;
   readonly graceMs: number;
   readonly cwd: string;
+  readonly autosave: boolean;
+  readonly snapshotMaxBytes: number;
+  readonly snapshotMaxVariableBytes: number;
   readonly startedAt = Date.now();
   lastActiveAt = Date.now();
   cellsRun = 0;
@@ -71,6 +94,22 @@ export class ReplSession implements Session {
   private running: RunningCall | null = null;
   /** What the next execute's `notice` says: why the state it had is gone. */
   private lostNotice: string | null = null;
+  /** How the last worker was lost, for the notice of the call that recovers from it. */
+  private lostWorker: { killed: boolean; exit: WorkerExit | null } | null = null;
+  /** The worker was lost between calls: the next call restores the latest snapshot, if any, first. */
+  private needsRecovery = false;
+  /** The snapshot this session last wrote or restored: what a lost worker goes back to. */
+  private latestSnapshot: string | null = null;
+  /** A restore the next execute's result reports (at start, or after a worker lost between calls). */
+  private pendingRestore: RestoreReport | null = null;
+  /** Said once by the next execute's notice (an autosave that failed, names it had to skip). */
+  private pendingNotes: string[] = [];
+  /** The namespace as autosave last saved it (names and short reprs); null: not saved yet. */
+  private savedFingerprint: string | null = null;
+  /** The last cell's worker was killed or died (its result says what the state went back to). */
+  private lastCellLostWorker = false;
+  /** Names the last autosave skipped, so a new one is reported once, not after every cell. */
+  private autosaveSkipped = new Set<string>();
   /** Output that arrived between cells (background threads): it opens the next cell's output. */
   private stray: OutputCollector | null = null;
   private queue: Promise<unknown> = Promise.resolve();
@@ -89,6 +128,9 @@ export class ReplSession implements Session {
     this.maxOutputBytes = options.maxOutputBytes ?? DEFAULTS.maxOutputBytes;
     this.graceMs = options.graceMs ?? DEFAULTS.graceMs;
     this.cwd = resolve(options.cwd ?? process.cwd());
+    this.autosave = options.autosave ?? false;
+    this.snapshotMaxBytes = options.snapshotMaxBytes ?? DEFAULTS.snapshotMaxBytes;
+    this.snapshotMaxVariableBytes = options.snapshotMaxVariableBytes ?? DEFAULTS.snapshotMaxVariableBytes;
     this.displays = new DisplayWriter(join(home, "display"), id);
     this.spares = options.spares ?? null;
   }
@@ -105,6 +147,14 @@ export class ReplSession implements Session {
     const interpreter = await resolveInterpreter({ python: options.python, env, cwd, home });
     const session = new ReplSession(id, options, home, interpreter, env);
     await session.ensureWorker();
+    if (options.restoreOnStart) {
+      try {
+        await session.restoreAtStart();
+      } catch (err) {
+        await session.close();
+        throw err;
+      }
+    }
     return session;
   }
 
@@ -137,7 +187,18 @@ export class ReplSession implements Session {
     } catch (err) {
       return Promise.reject(err);
     }
-    return this.enqueue(() => this.runCell(code, options));
+    if (!this.autosave) return this.enqueue(() => this.runCell(code, options));
+    // The result goes back at once; the autosave runs after it in the same turn of the queue, so the
+    // next call (and a kill it may cause) only ever finds the namespace saved.
+    return new Promise<ExecResult>((resolveResult, rejectResult) => {
+      this.enqueue(async () => {
+        const result = await this.runCell(code, options);
+        // A cell that lost its worker left nothing new to save (and its replacement may be empty).
+        const kept = !this.lastCellLostWorker && this.worker !== null;
+        resolveResult(result);
+        if (kept) await this.autosaveNow();
+      }).catch(rejectResult);
+    });
   }
 
   async variables(): Promise<Record<string, string>> {
@@ -178,29 +239,29 @@ export class ReplSession implements Session {
 
   /** Default path: <state>/snapshots/<id>.pkl, with the manifest beside it as <id>.json. */
   defaultSnapshotPath(): string {
-    return join(this.home, "snapshots", `${this.id}.pkl`);
+    return defaultSnapshotPath(this.home, this.id);
   }
 
-  async snapshot(path?: string): Promise<SnapshotReport> {
-    const target = this.snapshotTarget(path);
-    const manifest_path = manifestPath(target);
-    const done = await this.enqueue(() => this.control({ type: "snapshot", path: target, manifest_path }, false));
-    if (done.status !== "ok") throw new AwreplError("snapshot_failed", `Snapshot of session ${this.id} to ${target} failed: ${done.reason ?? "no reason given"}`);
-    return {
-      path: target,
-      saved: done.saved ?? [],
-      skipped: (done.skipped ?? []).map((s): NameFailure => (typeof s === "string" ? { name: s, reason: "" } : s)),
-      pruned: done.pruned ?? [],
-      bytes: done.bytes ?? 0,
-    };
+  /**
+   * Saves the namespace to `path` (default: defaultSnapshotPath()). Names that cannot be pickled or
+   * are over the size caps are listed in `skipped` with a reason; they never fail the snapshot.
+   */
+  snapshot(path?: string): Promise<SnapshotReport> {
+    return this.enqueue(() => this.writeSnapshot(this.snapshotTarget(path)));
   }
 
-  async restore(path?: string): Promise<RestoreReport> {
-    const target = this.snapshotTarget(path);
-    const done = await this.enqueue(() => this.control({ type: "restore", path: target }, false));
-    if (done.status !== "ok") throw new AwreplError("restore_failed", `Restore of session ${this.id} from ${target} failed: ${done.reason ?? "no reason given"}`);
-    if (done.reason === "snapshot not found") throw new AwreplError("restore_failed", `No snapshot at ${target}`);
-    return { source: target, restored: done.restored ?? [], failed: done.failed ?? [] };
+  /**
+   * Revives the names saved at `path` (default: defaultSnapshotPath()) into the namespace; names that
+   * fail are listed in `failed`. A default snapshot that cannot be read is moved aside.
+   */
+  restore(path?: string): Promise<RestoreReport> {
+    return this.enqueue(async () => {
+      const target = this.snapshotTarget(path);
+      const outcome = await this.readSnapshot(target);
+      if ("report" in outcome) return outcome.report;
+      if (outcome.missing) throw new AwreplError("restore_failed", `No snapshot at ${target}`);
+      throw new AwreplError("restore_failed", `Restore of session ${this.id} from ${target} failed: ${outcome.error}`);
+    });
   }
 
   /** Stops the worker (shutdown, then a kill after a short wait). Pending and later calls are refused. */
@@ -304,6 +365,129 @@ export class ReplSession implements Session {
     this.worker = null;
     // A death during a cell is reported by that cell; this covers deaths between calls too.
     this.lostNotice ??= lostStateNotice(worker.wasKilled, exit);
+    this.lostWorker ??= { killed: worker.wasKilled, exit };
+    this.needsRecovery = true;
+  }
+
+  /** The worker for the next request: after a loss between calls, a fresh one with the latest snapshot restored. */
+  private async liveWorker(): Promise<Worker> {
+    if (this.needsRecovery) {
+      const lost = this.lostWorker ?? { killed: false, exit: null };
+      const back = await this.recover();
+      if (back && "report" in back) {
+        this.pendingRestore = back.report;
+        this.lostNotice = restoredStateNotice(lost.killed, lost.exit, back.state);
+      } else if (back) {
+        this.lostNotice = `${lostStateNotice(lost.killed, lost.exit)} (${capitalize(back.state)} could not be restored: ${back.error}.)`;
+      }
+    }
+    return this.ensureWorker();
+  }
+
+  /**
+   * After a lost worker: starts a fresh one and restores the session's latest snapshot into it. Null
+   * when there is no snapshot to go back to. Never throws; a snapshot that cannot be restored is not
+   * tried again (a payload that kills its worker must not do so on every call).
+   */
+  private async recover(): Promise<Recovery | null> {
+    this.needsRecovery = false;
+    this.lostWorker = null;
+    const path = this.latestSnapshot;
+    if (!path || this.closed || !existsSync(path)) return null;
+    const state = describeSnapshot(path);
+    try {
+      await this.ensureWorker();
+      const outcome = await this.readSnapshot(path, false);
+      if ("report" in outcome) return { report: outcome.report, state };
+      this.latestSnapshot = null;
+      return { error: outcome.missing ? "the file is gone" : outcome.error, state };
+    } catch (err) {
+      if (this.closed) return null;
+      this.latestSnapshot = null;
+      return { error: (err as Error).message, state };
+    }
+  }
+
+  /** Restores `path` into the live worker; a default snapshot that cannot be read is moved aside. */
+  private async readSnapshot(path: string, recoverOnKill = true): Promise<SnapshotRead> {
+    const done = await this.control({ type: "restore", path }, false, recoverOnKill);
+    if (done.status === "ok") {
+      if (done.reason === "snapshot not found") return { missing: true };
+      this.latestSnapshot = path;
+      return { report: { source: path, restored: done.restored ?? [], failed: done.failed ?? [] } };
+    }
+    let error = done.reason ?? "no reason given";
+    if (isUnreadableReason(done.reason) && isDefaultSnapshot(this.home, path)) {
+      const aside = moveAside(path);
+      error += aside ? `; the file was moved aside to ${aside}` : "; it could not be moved aside";
+    }
+    return { missing: false, error };
+  }
+
+  private async writeSnapshot(target: string): Promise<SnapshotReport> {
+    const request: SnapshotRequestBody = { type: "snapshot", path: target, manifest_path: manifestPath(target) };
+    // 0 means no cap, as a timeout of 0 means none.
+    if (this.snapshotMaxBytes > 0) request.max_bytes = this.snapshotMaxBytes;
+    if (this.snapshotMaxVariableBytes > 0) request.max_variable_bytes = this.snapshotMaxVariableBytes;
+    const done = await this.control(request, false);
+    if (done.status !== "ok") throw new AwreplError("snapshot_failed", `Snapshot of session ${this.id} to ${target} failed: ${done.reason ?? "no reason given"}`);
+    this.latestSnapshot = target;
+    return {
+      path: target,
+      saved: done.saved ?? [],
+      skipped: (done.skipped ?? []).map((s): NameFailure => (typeof s === "string" ? { name: s, reason: "" } : s)),
+      pruned: done.pruned ?? [],
+      bytes: done.bytes ?? 0,
+    };
+  }
+
+  /** At start (restoreOnStart): the default snapshot, if any, into the first worker. */
+  private async restoreAtStart(): Promise<void> {
+    const path = this.defaultSnapshotPath();
+    sweepTempFiles(path);
+    if (!existsSync(path)) return;
+    try {
+      const outcome = await this.readSnapshot(path);
+      if ("report" in outcome) this.pendingRestore = outcome.report;
+      else if (!outcome.missing) this.pendingNotes.push(`Session ${this.id} could not be restored: ${outcome.error}. It starts fresh.`);
+    } catch (err) {
+      if (this.closed) throw err;
+      this.pendingNotes.push(`Session ${this.id} could not be restored from ${path}: ${(err as Error).message}. It starts fresh.`);
+    }
+  }
+
+  /**
+   * Autosave: snapshots to the default place when the namespace changed since the last save. The
+   * check is the `variables` listing (every name with its type and short repr): cheap, and blind only
+   * to a change deep inside a value that its short repr does not show (docs/persistence.md).
+   */
+  private async autosaveNow(): Promise<void> {
+    try {
+      const listing = await this.control({ type: "variables" });
+      const fingerprint = JSON.stringify(listing.variables ?? {});
+      const target = this.defaultSnapshotPath();
+      if (fingerprint === this.savedFingerprint && this.latestSnapshot === target && existsSync(target)) return;
+      const report = await this.writeSnapshot(this.snapshotTarget());
+      this.savedFingerprint = fingerprint;
+      const fresh = report.skipped.filter((s) => !this.autosaveSkipped.has(s.name));
+      this.autosaveSkipped = new Set(report.skipped.map((s) => s.name));
+      if (fresh.length > 0) {
+        const list = fresh.map((s) => `${s.name} (${s.reason})`).join(", ");
+        this.pendingNotes.push(`Autosave could not save ${list}; a worker loss would lose ${fresh.length === 1 ? "it" : "them"}.`);
+      }
+    } catch (err) {
+      if (this.closed) return;
+      this.savedFingerprint = null;
+      this.pendingNotes.push(`Autosave after the last cell failed: ${(err as Error).message}`);
+    }
+  }
+
+  /** The next execute's notice: why the state it had is gone, and anything else said once. */
+  private takeNotice(): string | null {
+    const parts = [this.lostNotice, ...this.pendingNotes].filter((p): p is string => Boolean(p));
+    this.lostNotice = null;
+    this.pendingNotes = [];
+    return parts.length ? parts.join(" ") : null;
   }
 
   /**
@@ -311,19 +495,28 @@ export class ReplSession implements Session {
    * killed after the grace period (a wedged worker must not hang the caller). `okOnly` turns a failed
    * `done` into an error carrying its reason.
    */
-  private async control(body: Parameters<Worker["request"]>[0], okOnly = true): Promise<DoneEvent> {
-    const worker = await this.ensureWorker();
+  private async control(body: Parameters<Worker["request"]>[0], okOnly = true, recoverOnKill = true): Promise<DoneEvent> {
+    const worker = await this.liveWorker();
     const pending = worker.request(body);
     const call = this.watch(worker, worker.lastId, this.timeoutMs);
     let done: DoneEvent;
     try {
       done = await pending;
     } catch (err) {
-      if (call.killed && err instanceof AwreplError && err.code === "worker_died") {
-        this.lostNotice = lostStateNotice(true, worker.exit);
-        throw new AwreplError("timeout", `The ${body.type} request exceeded the ${this.timeoutMs} ms timeout; the worker was killed and the session's state was lost`);
+      if (!call.killed || !(err instanceof AwreplError) || err.code !== "worker_died") throw err;
+      call.disarm();
+      if (this.worker === worker) this.worker = null;
+      this.lostNotice = lostStateNotice(true, worker.exit);
+      this.lostWorker = { killed: true, exit: worker.exit };
+      this.needsRecovery = true;
+      const exceeded = `The ${body.type} request exceeded the ${this.timeoutMs} ms timeout; the worker was killed`;
+      const back = recoverOnKill ? await this.recover() : null;
+      if (back && "report" in back) {
+        this.lostNotice = null;
+        throw new AwreplError("timeout", `${exceeded} and the session went back to ${back.state}`);
       }
-      throw err;
+      const why = back ? ` (${back.state} could not be restored: ${back.error})` : "";
+      throw new AwreplError("timeout", `${exceeded} and the session's state was lost${why}`);
     } finally {
       call.disarm();
     }
@@ -361,10 +554,11 @@ export class ReplSession implements Session {
 
   private async runCell(code: string, options: ExecuteOptions): Promise<ExecResult> {
     const live = this.worker;
-    const worker = live !== null && live.state === "ready" ? live : await this.ensureWorker();
+    const worker = live !== null && live.state === "ready" && !this.needsRecovery ? live : await this.liveWorker();
     const limits = { timeoutMs: options.timeoutMs ?? this.timeoutMs, graceMs: this.graceMs };
-    const notice = this.lostNotice;
-    this.lostNotice = null;
+    const notice = this.takeNotice();
+    const restored = this.pendingRestore;
+    this.pendingRestore = null;
     const recorder = new CellRecorder(this.takeOutputCollector(options.maxOutputBytes ?? this.maxOutputBytes), this.displays, options);
     const done = worker.request({ type: "execute", code }, recorder);
     const cell = this.watch(worker, worker.lastId, limits.timeoutMs);
@@ -378,18 +572,32 @@ export class ReplSession implements Session {
       if (signal.aborted) onAbort();
       else signal.addEventListener("abort", onAbort, { once: true });
     }
-    let result: ExecResult;
+    let result: ExecResult | null = null;
     try {
       result = recorder.finish(await done, cell, limits, this.id, notice);
     } catch (err) {
       if (!(err instanceof AwreplError) || err.code !== "worker_died") throw err;
-      result = recorder.lost(cell, worker.exit, limits, this.id, notice);
-      this.lostNotice = lostStateNotice(cell.killed, worker.exit);
-      if (this.worker === worker) this.worker = null;
     } finally {
       cell.disarm();
       signal?.removeEventListener("abort", onAbort);
       this.running = null;
+    }
+    this.lastCellLostWorker = result === null;
+    if (result === null) {
+      // The worker is gone (killed at the deadline, or dead): go back to the latest snapshot if there
+      // is one, before answering, so the result can say which state the session is in now.
+      if (this.worker === worker) this.worker = null;
+      this.needsRecovery = true;
+      const back = await this.recover();
+      result = recorder.lost(cell, worker.exit, limits, this.id, notice, back === null ? undefined : aftermath(back));
+      if (back && "report" in back) {
+        result.restored = back.report;
+        this.lostNotice = null;
+      } else {
+        this.lostNotice = lostStateNotice(cell.killed, worker.exit);
+      }
+    } else if (restored) {
+      result.restored = restored;
     }
     this.cellsRun++;
     this.lastActiveAt = Date.now();
@@ -416,18 +624,32 @@ export class ReplSession implements Session {
   }
 }
 
-/** The manifest beside a snapshot: `x.pkl` -> `x.json`, anything else -> `<path>.json`. */
-export function manifestPath(snapshotPath: string): string {
-  return snapshotPath.endsWith(".pkl") ? `${snapshotPath.slice(0, -4)}.json` : `${snapshotPath}.json`;
-}
-
 function closedError(id: string): AwreplError {
   return new AwreplError("worker_closed", `Session ${id} is closed`);
 }
 
 /** Timeouts and limits are non-negative finite numbers (NaN would fire a deadline at once). */
-function checkLimits(options: { timeoutMs?: number; maxOutputBytes?: number; graceMs?: number }): void {
-  for (const key of ["timeoutMs", "maxOutputBytes", "graceMs"] as const) {
+type Recovery = { report: RestoreReport; state: string } | { error: string; state: string };
+type SnapshotRead = { report: RestoreReport } | { missing: true } | { missing: false; error: string };
+type SnapshotRequestBody = Extract<Parameters<Worker["request"]>[0], { type: "snapshot" }>;
+
+/** What a lost cell's result says happened to the session's state after the loss. */
+function aftermath(back: Recovery): string {
+  if ("report" in back) {
+    const failed = back.report.failed.length ? `; not restored: ${back.report.failed.map((f) => `${f.name} (${f.reason})`).join(", ")}` : "";
+    return `the session went back to ${back.state}: ${back.report.restored.length} name(s) restored${failed}.`;
+  }
+  return `the session's state was lost: ${back.state} could not be restored (${back.error}). The session continues in a fresh worker.`;
+}
+
+function capitalize(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+type Limits = { timeoutMs?: number; maxOutputBytes?: number; graceMs?: number; snapshotMaxBytes?: number; snapshotMaxVariableBytes?: number };
+
+function checkLimits(options: Limits): void {
+  for (const key of ["timeoutMs", "maxOutputBytes", "graceMs", "snapshotMaxBytes", "snapshotMaxVariableBytes"] as const) {
     const value = options[key];
     if (value !== undefined && (typeof value !== "number" || !Number.isFinite(value) || value < 0)) {
       throw new AwreplError("usage", `${key} must be a non-negative number, not ${String(value)}`);

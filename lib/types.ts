@@ -17,6 +17,11 @@ export type SessionOptions = {
   env?: Record<string, string>;
   /** State directory (AWREPL_HOME): runtime cache, snapshots, display files. */
   home?: string;
+  /**
+   * Snapshot to the default place after every cell that changed the namespace, so a timeout kill or a
+   * worker death goes back to the state before the cell that caused it (docs/persistence.md).
+   */
+  autosave?: boolean;
 };
 
 export type ExecuteOptions = {

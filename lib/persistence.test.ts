@@ -1,0 +1,293 @@
+// Persistence in the library: snapshots of a ReplSession, restore at start, going back to the latest
+// snapshot after a timeout kill or a death, autosave, size caps, corrupt files. Real workers.
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { type ReplSessionOptions, ReplSession } from "./session.ts";
+import { defaultSnapshotPath, describeSnapshot, forgetSnapshot, manifestPath, moveAside, readManifest, sweepTempFiles } from "./snapshot_store.ts";
+import { PYTHON, rejection, tempHome, waitFor } from "./test_support.ts";
+
+/** An interpreter without dill (pyenv's), for the stdlib pickle fallback; null when there is none. */
+const NO_DILL_PYTHON = ["3.12.1", "3.11.7", "3.13.0"].map((v) => `/root/.pyenv/versions/${v}/bin/python3`).find((p) => existsSync(p)) ?? null;
+
+let tmp: ReturnType<typeof tempHome>;
+const sessions: ReplSession[] = [];
+
+beforeEach(() => {
+  tmp = tempHome();
+});
+afterEach(async () => {
+  await Promise.all(sessions.splice(0).map((s) => s.close()));
+  tmp.remove();
+});
+
+async function start(options: ReplSessionOptions = {}, id = "p"): Promise<ReplSession> {
+  const s = await ReplSession.start(id, { python: PYTHON, home: tmp.home, ...options });
+  sessions.push(s);
+  return s;
+}
+
+async function value(s: ReplSession, code: string): Promise<string | null> {
+  const r = await s.execute(code);
+  if (r.status !== "ok") throw new Error(`${code}: ${r.status} ${r.exception}`);
+  return r.value;
+}
+
+describe("snapshot and restore at start", () => {
+  test("a new session with restoreOnStart gets the names back and its first result says so", async () => {
+    const a = await start();
+    await a.execute("x = 41\nimport json\ndata = {'k': [1, 2]}");
+    const report = await a.snapshot();
+    expect(report.path).toBe(defaultSnapshotPath(tmp.home, "p"));
+    expect(report.saved).toEqual(["data", "json", "x"]);
+    const manifest = readManifest(report.path);
+    expect(manifest?.savedNames).toEqual(["data", "json", "x"]);
+    expect(manifest?.serializer).toBe("dill");
+    await a.close();
+
+    const b = await start({ restoreOnStart: true });
+    const r = await b.execute("x + 1, json.dumps(data)");
+    expect(r.value).toBe(`(42, '{"k": [1, 2]}')`);
+    expect(r.restored).toEqual({ source: report.path, restored: ["data", "json", "x"], failed: [] });
+    // Said once: the next result has no restored field.
+    expect((await b.execute("1")).restored).toBeUndefined();
+  });
+
+  test("with dill, functions, lambdas, classes and instances defined in cells survive", async () => {
+    const a = await start();
+    await a.execute(
+      ["def square(n):\n    return n * n", "inc = lambda n: n + 1", "class Point:\n    def __init__(self, x): self.x = x\n    def double(self): return Point(self.x * 2)", "p = Point(5)"].join("\n"),
+    );
+    await a.snapshot();
+    await a.close();
+    const b = await start({ restoreOnStart: true });
+    expect(await value(b, "square(7), inc(1), p.double().x, type(p).__name__")).toBe("(49, 2, 10, 'Point')");
+  });
+
+  test("names that cannot be pickled (a socket, a generator) are reported; the rest is restored", async () => {
+    const a = await start();
+    await a.execute("import socket\nsock = socket.socket()\ngen = (i for i in range(3))\nkept = [1, 2, 3]");
+    const report = await a.snapshot();
+    expect(report.saved).toEqual(["kept", "socket"]);
+    expect(report.skipped.map((s) => s.name).sort()).toEqual(["gen", "sock"]);
+    for (const s of report.skipped) expect(s.reason).toContain("cannot pickle");
+    await a.execute("sock.close()");
+    await a.close();
+    const b = await start({ restoreOnStart: true });
+    const r = await b.execute("kept, 'sock' in globals(), 'gen' in globals()");
+    expect(r.value).toBe("([1, 2, 3], False, False)");
+    expect(r.restored?.restored).toEqual(["kept", "socket"]);
+  });
+
+  test.skipIf(NO_DILL_PYTHON === null)("without dill, pickle saves the data and lists cell functions as skipped", async () => {
+    const a = await start({ python: NO_DILL_PYTHON! });
+    await a.execute("import math\nnums = [1.5, 2.5]\ndef f(): return 1\ng = lambda: 2");
+    const report = await a.snapshot();
+    expect(report.saved).toEqual(["math", "nums"]);
+    const skipped = Object.fromEntries(report.skipped.map((s) => [s.name, s.reason]));
+    expect(Object.keys(skipped).sort()).toEqual(["f", "g"]);
+    expect(skipped.f).toContain("dill");
+    expect(readManifest(report.path)?.serializer).toBe("pickle");
+    await a.close();
+    const b = await start({ python: NO_DILL_PYTHON!, restoreOnStart: true });
+    expect(await value(b, "math.floor(sum(nums))")).toBe("4");
+  });
+
+  test("size caps: a name over the per-name cap and one over the total are skipped with the reason, not dropped silently", async () => {
+    const a = await start({ snapshotMaxVariableBytes: 50_000, snapshotMaxBytes: 120_000 });
+    await a.execute("big = b'x' * 60_000\nm1 = b'y' * 40_000\nm2 = b'z' * 40_000\nm3 = b'w' * 40_000\nsmall = 1");
+    const report = await a.snapshot();
+    const skipped = Object.fromEntries(report.skipped.map((s) => [s.name, s.reason]));
+    expect(skipped.big).toContain("exceeds max_variable_bytes 50000");
+    expect(Object.values(skipped).some((r) => r.includes("would exceed max_bytes 120000"))).toBe(true);
+    expect(report.saved).toContain("small");
+    // Skipped names stay in the namespace (nothing is pruned by a snapshot).
+    expect(await value(a, "len(big)")).toBe("60000");
+  });
+
+  test("explicit paths: snapshot to a file of the caller's choosing and restore it into another session", async () => {
+    const a = await start();
+    await a.execute("shared = 'hello'");
+    const path = join(tmp.home, "mine.pkl");
+    await a.snapshot(path);
+    expect(existsSync(path)).toBe(true);
+    expect(existsSync(join(tmp.home, "mine.json"))).toBe(true);
+    const b = await start({}, "other");
+    const report = await b.restore(path);
+    expect(report).toEqual({ source: path, restored: ["shared"], failed: [] });
+    expect(await value(b, "shared")).toBe("'hello'");
+  });
+
+  test("no snapshot: restoreOnStart starts fresh without a notice; restore() is restore_failed", async () => {
+    const s = await start({ restoreOnStart: true });
+    const r = await s.execute("1");
+    expect(r.restored).toBeUndefined();
+    expect(r.notice).toBeUndefined();
+    expect((await rejection(s.restore())).code).toBe("restore_failed");
+  });
+});
+
+describe("a corrupt or unreadable snapshot", () => {
+  test("restoreOnStart: a clear notice, a fresh session, and the file moved aside (not deleted)", async () => {
+    const path = defaultSnapshotPath(tmp.home, "p");
+    await (await start()).snapshot(); // creates the directory and a manifest
+    writeFileSync(path, "this is not a pickle");
+    const s = await start({ restoreOnStart: true });
+    const r = await s.execute("'x' in globals()");
+    expect(r.value).toBe("False");
+    expect(r.restored).toBeUndefined();
+    expect(r.notice).toContain("could not be restored");
+    expect(r.notice).toContain("corrupt snapshot");
+    expect(r.notice).toContain(".corrupt-");
+    expect(existsSync(path)).toBe(false);
+    const aside = readdirSync(join(tmp.home, "snapshots")).filter((n) => n.includes(".corrupt-"));
+    expect(aside.some((n) => n.startsWith("p.pkl.corrupt-"))).toBe(true);
+    expect(aside.some((n) => n.startsWith("p.json.corrupt-"))).toBe(true);
+    const kept = aside.find((n) => n.startsWith("p.pkl.corrupt-"))!;
+    expect(readFileSync(join(tmp.home, "snapshots", kept), "utf8")).toBe("this is not a pickle");
+    // The next snapshot goes where the bad one was.
+    await s.execute("y = 2");
+    expect((await s.snapshot()).saved).toEqual(["y"]);
+  });
+
+  test("restore() of a corrupt default snapshot is restore_failed naming where the file went", async () => {
+    const s = await start();
+    await s.snapshot();
+    writeFileSync(s.defaultSnapshotPath(), Buffer.from([0x80, 0x05, 0x00]));
+    const err = await rejection(s.restore());
+    expect(err.code).toBe("restore_failed");
+    expect(err.message).toContain("moved aside to");
+    expect(existsSync(s.defaultSnapshotPath())).toBe(false);
+  });
+
+  test("a corrupt file at a path of the caller's choosing is reported and left where it is", async () => {
+    const s = await start();
+    const path = join(tmp.home, "theirs.pkl");
+    writeFileSync(path, "garbage");
+    const err = await rejection(s.restore(path));
+    expect(err.message).toContain("corrupt snapshot");
+    expect(readFileSync(path, "utf8")).toBe("garbage");
+  });
+});
+
+describe("going back to the latest snapshot after a loss", () => {
+  test("a timeout kill restores the latest snapshot and the result says which state it went back to", async () => {
+    const s = await start({ timeoutMs: 400, graceMs: 200 });
+    await s.execute("a = 1");
+    await s.snapshot();
+    await s.execute("a = 2\nb = 3"); // after the snapshot: lost with the worker
+    const r = await s.execute("sum(range(10**12))");
+    expect(r.status).toBe("timeout");
+    expect(r.exception).toContain("the worker was killed and the session went back to its snapshot of");
+    expect(r.exception).toContain(s.defaultSnapshotPath());
+    expect(r.restored).toEqual({ source: s.defaultSnapshotPath(), restored: ["a"], failed: [] });
+    const next = await s.execute("a, 'b' in globals()");
+    expect(next.value).toBe("(1, False)");
+    expect(next.notice).toBeUndefined();
+  });
+
+  test("a worker death between calls: the next call runs restored and is told so", async () => {
+    const s = await start();
+    await s.execute("kept = 'yes'");
+    await s.snapshot();
+    const pid = s.pid!;
+    process.kill(pid, "SIGKILL");
+    await waitFor(() => s.pid !== pid, 5000, "the session to see its worker die");
+    const r = await s.execute("kept");
+    expect(r.value).toBe("'yes'");
+    expect(r.notice).toContain("restored from its snapshot of");
+    expect(r.notice).toContain("SIGKILL");
+    expect(r.restored?.restored).toEqual(["kept"]);
+  });
+
+  test("os._exit in a cell: status died, and the session is back at its snapshot", async () => {
+    const s = await start();
+    await s.execute("n = 10");
+    await s.snapshot();
+    const r = await s.execute("import os; os._exit(3)");
+    expect(r.status).toBe("died");
+    expect(r.exception).toContain("exited with code 3");
+    expect(r.exception).toContain("went back to its snapshot");
+    expect(await value(s, "n")).toBe("10");
+  });
+
+  test("without a snapshot the loss is said as before", async () => {
+    const s = await start({ timeoutMs: 300, graceMs: 100 });
+    await s.execute("a = 1");
+    const r = await s.execute("sum(range(10**12))");
+    expect(r.status).toBe("timeout");
+    expect(r.exception).toContain("the session's state was lost");
+    expect(r.restored).toBeUndefined();
+    expect((await s.execute("'a' in globals()")).notice).toContain("earlier state is gone");
+  });
+});
+
+describe("autosave", () => {
+  test("a timeout kill loses only the cell that caused it", async () => {
+    const s = await start({ autosave: true, timeoutMs: 500, graceMs: 200 });
+    await s.execute("total = 0");
+    for (let i = 1; i <= 3; i++) await s.execute(`total += ${i}`);
+    await s.execute("def f(x):\n    return x * 10");
+    const r = await s.execute("total = -1\nsum(range(10**12))");
+    expect(r.status).toBe("timeout");
+    expect(r.restored?.source).toBe(s.defaultSnapshotPath());
+    expect(await value(s, "total, f(2)")).toBe("(6, 20)");
+  });
+
+  test("a cell that changes nothing does not write the snapshot again", async () => {
+    const s = await start({ autosave: true });
+    await s.execute("x = 1");
+    const path = s.defaultSnapshotPath();
+    await waitFor(() => readManifest(path) !== null, 5000, "the first autosave");
+    const first = readManifest(path)!.timestamp;
+    await s.execute("print(x)");
+    await s.execute("x + 1");
+    await s.variables(); // queued behind both autosave checks
+    expect(readManifest(path)!.timestamp).toBe(first);
+    await s.execute("x = 2");
+    await s.variables();
+    expect(readManifest(path)!.timestamp).toBeGreaterThan(first);
+  });
+
+  test("a name autosave cannot save is reported once, in the next result", async () => {
+    const s = await start({ autosave: true });
+    await s.execute("gen = (i for i in range(3))");
+    const r = await s.execute("ok = 1");
+    expect(r.notice).toContain("Autosave could not save gen");
+    expect((await s.execute("ok2 = 2")).notice).toBeUndefined();
+  });
+});
+
+describe("snapshot files", () => {
+  test("moveAside renames payload and manifest; forgetSnapshot removes both", () => {
+    const path = defaultSnapshotPath(tmp.home, "f");
+    const dir = join(tmp.home, "snapshots");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(path, "p");
+    writeFileSync(manifestPath(path), "{}");
+    const aside = moveAside(path, new Date("2026-01-02T03:04:05.678Z"));
+    expect(aside).toBe(`${path}.corrupt-20260102T030405Z`);
+    expect(readdirSync(dir).sort()).toEqual(["f.json.corrupt-20260102T030405Z", "f.pkl.corrupt-20260102T030405Z"]);
+    writeFileSync(path, "p");
+    writeFileSync(manifestPath(path), "{}");
+    expect(forgetSnapshot(tmp.home, "f")).toBe(true);
+    expect(existsSync(path) || existsSync(manifestPath(path))).toBe(false);
+    expect(forgetSnapshot(tmp.home, "f")).toBe(false);
+  });
+
+  test("a stale manifest (another payload size) is not trusted; temp files of dead writers are swept", () => {
+    const dir = join(tmp.home, "snapshots");
+    mkdirSync(dir, { recursive: true });
+    const path = join(dir, "s.pkl");
+    writeFileSync(path, "12345");
+    writeFileSync(manifestPath(path), JSON.stringify({ version: 1, savedNames: [], skipped: [], pruned: [], bytes: 4, pythonVersion: "3", timestamp: 1 }));
+    expect(readManifest(path)).toBeNull();
+    expect(describeSnapshot(path)).toContain(`UTC (${path})`);
+    writeFileSync(join(dir, ".s.pkl.999999999.tmp"), "half");
+    writeFileSync(join(dir, `.s.json.${process.pid}.tmp`), "live writer");
+    sweepTempFiles(path);
+    expect(existsSync(join(dir, ".s.pkl.999999999.tmp"))).toBe(false);
+    expect(existsSync(join(dir, `.s.json.${process.pid}.tmp`))).toBe(true);
+    expect(statSync(path).size).toBe(5);
+  });
+});
