@@ -100,31 +100,15 @@ export async function servePiped(run: ServeRun, input: AsyncIterable<Buffer | st
   };
 
   try {
-    const decoder = new TextDecoder("utf-8");
-    const chunks = input[Symbol.asyncIterator]();
-    let rest = "";
-    let more = true;
+    const source = readLines(input);
     let halted = false;
-    reading: while (more && !stopped) {
-      const next = await Promise.race([chunks.next(), stop.then(() => null)]);
-      if (next === null) break;
-      let text: string;
-      if (next.done) {
-        more = false;
-        text = rest + decoder.decode();
-        rest = "";
-        if (text !== "") text += "\n";
-      } else {
-        text = rest + (typeof next.value === "string" ? next.value : decoder.decode(next.value, { stream: true }));
-      }
-      const lines = text.split("\n");
-      rest = more ? (lines.pop() ?? "") : "";
-      for (const line of lines) {
-        for (const code of await splitter.push(line.replace(/\r$/, ""))) {
-          if (stopped || !(await runOne(code))) {
-            halted = true; // what is left unread or unfinished is not run
-            break reading;
-          }
+    reading: while (!stopped) {
+      const next = await Promise.race([source.next(), stop.then(() => null)]);
+      if (next === null || next.done) break;
+      for (const code of await splitter.push(next.value)) {
+        if (stopped || !(await runOne(code))) {
+          halted = true; // what is left unread or unfinished is not run
+          break reading;
         }
       }
     }
@@ -137,4 +121,18 @@ export async function servePiped(run: ServeRun, input: AsyncIterable<Buffer | st
     process.off("SIGINT", onSigint);
   }
   return exitCode;
+}
+
+/** The lines of `input` as they arrive (UTF-8; a final line without a newline counts; CRLF is fine). */
+async function* readLines(input: AsyncIterable<Buffer | string>): AsyncGenerator<string> {
+  const decoder = new TextDecoder("utf-8");
+  let rest = "";
+  for await (const chunk of input) {
+    rest += typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true });
+    const lines = rest.split("\n");
+    rest = lines.pop() ?? "";
+    for (const line of lines) yield line.replace(/\r$/, "");
+  }
+  rest += decoder.decode();
+  if (rest !== "") yield rest.replace(/\r$/, "");
 }
