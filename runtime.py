@@ -1229,30 +1229,39 @@ async def _dispatcher(ev):
         except _queue.Empty:
             await ev.wait()
             continue
-        if _activate(r) and r.type != "shutdown":
-            _interrupted_before_start(r)
-            continue
-        if r.type == "execute":
-            code = r.msg.get("code")
-            if not isinstance(code, str):
-                _bad_request(r, "execute needs a string 'code'")
-                continue
-            try:
-                p = _prepare(code)
-            except BaseException as e:
-                _fail(r, e, code)
-                _finish(r)
-                continue
-            coro = _cell_async(r, p)
-        else:
-            coro = _handler_async(r)
-        ctx = contextvars.copy_context()
-        ctx.run(_cell_set, r.id)
-        r.task = ctx.run(_loop.create_task, coro)
-        await _await_req(r)
+        try:
+            await _dispatch_one(r, contextvars)
+        except BaseException as e:  # the dispatcher must outlive anything: it is the only one
+            if not r.done:
+                r.failed = True
+                try:
+                    _finish(r, {"reason": "internal error: %s: %s" % (type(e).__name__, _safe_str(e))})
+                except BaseException:
+                    pass
         if _stop:
             _loop.stop()
             return
+
+
+async def _dispatch_one(r, contextvars):
+    if _activate(r) and r.type != "shutdown":
+        return _interrupted_before_start(r)
+    if r.type == "execute":
+        code = r.msg.get("code")
+        if not isinstance(code, str):
+            return _bad_request(r, "execute needs a string 'code'")
+        try:
+            p = _prepare(code)
+        except BaseException as e:
+            _fail(r, e, code)
+            return _finish(r)
+        coro = _cell_async(r, p)
+    else:
+        coro = _handler_async(r)
+    ctx = contextvars.copy_context()
+    ctx.run(_cell_set, r.id)
+    r.task = ctx.run(_loop.create_task, coro)
+    await _await_req(r)
 
 
 async def _handler_async(r):
