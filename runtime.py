@@ -48,6 +48,11 @@ Events (runtime -> host):
 
 A malformed line gets an error event with ename "ProtocolError" (id null, or the
 request's id plus a failed done when the id is readable); the runtime keeps serving.
+
+Interrupts: the reader thread SIGINTs the main thread (a SIGINT sent to the process
+does the same); stdin EOF means shutdown, and a watchdog process ends us 2 s later
+whatever runs. Environment: AWREPL_INTERRUPT_FALLBACK=1 forces the no-pthread_kill
+(Windows) interrupt path; AWREPL_NO_WATCHDOG=1 disables the watchdog.
 """
 
 import os
