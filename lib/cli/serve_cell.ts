@@ -1,6 +1,5 @@
 // Runs one cell for `serve` and shows it as a REPL does: output live while the cell runs, then the
 // trailing value on stdout, or the traceback on stderr. Shared by the terminal and the piped modes.
-// Writes are tracked so the process can wait for them before it exits (a pipe may still be draining).
 import type { ExecResult } from "../protocol.ts";
 import type { Session } from "../types.ts";
 import { LiveEcho, renderText } from "./render.ts";
@@ -12,7 +11,6 @@ export class Terminal {
   readonly stderr: NodeJS.WritableStream;
   readonly style: Style;
   atLineStart = true;
-  #written: Promise<void> = Promise.resolve();
   #muted = false;
 
   constructor(stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream, style: Style) {
@@ -29,11 +27,6 @@ export class Terminal {
     this.#write(this.stderr, text);
   }
 
-  /** Resolves once everything written so far has been handed to the OS. */
-  flushed(): Promise<void> {
-    return this.#written;
-  }
-
   /** Nothing more is written (the process is ending: its reader went away, or it was killed). */
   mute(): void {
     this.#muted = true;
@@ -42,10 +35,7 @@ export class Terminal {
   #write(stream: NodeJS.WritableStream, text: string): void {
     if (text === "" || this.#muted) return;
     this.atLineStart = text.endsWith("\n");
-    const done = new Promise<void>((resolve) => {
-      stream.write(text, () => resolve());
-    });
-    this.#written = Promise.all([this.#written, done]).then(() => {});
+    stream.write(text); // main() waits for every write to reach the OS before exiting (lib/cli/stdio.ts)
   }
 
   /** Ends a line the cell left open (`print(x, end="")`), so the next prompt starts at column 0. */

@@ -79,7 +79,6 @@ export async function serve(ctx: CliContext, flags: ServeOptions): Promise<numbe
     await session.close().catch(() => {
       // Leaving must not fail because the worker or the supervisor is already gone.
     });
-    await term.flushed();
   }
 }
 
