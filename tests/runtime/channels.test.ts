@@ -90,4 +90,13 @@ describe("channels", () => {
     rt.send({ type: "interrupt", id });
     await rt.waitFor((e) => e.event === "done" && e.id === id, 5000, start);
   });
+
+  test("a task outliving its cell keeps tagging with that cell's id while another cell runs", async () => {
+    const rt = await Runtime.start();
+    const first = await rt.exec("import asyncio\nasync def ticker():\n    for i in range(5):\n        print('tick', i)\n        await asyncio.sleep(0.02)\nt = asyncio.ensure_future(ticker())");
+    const second = await rt.exec("print('second')\nawait asyncio.sleep(0.3)");
+    expect(second.stdout).toBe("second\n");
+    const ticks = rt.events.filter((e) => e.event === "stdout" && e.id === first.done.id).map((e) => e.text).join("");
+    expect(ticks).toBe("tick 0\ntick 1\ntick 2\ntick 3\ntick 4\n");
+  });
 });
