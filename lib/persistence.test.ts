@@ -3,6 +3,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { forgetClosedSession, persistentSessionOptions, snapshotBeforeStop } from "./persistence.ts";
 import { type ReplSessionOptions, ReplSession } from "./session.ts";
 import { defaultSnapshotPath, describeSnapshot, forgetSnapshot, manifestPath, moveAside, readManifest, sweepTempFiles } from "./snapshot_store.ts";
 import { PYTHON, rejection, tempHome, waitFor } from "./test_support.ts";
@@ -91,6 +92,26 @@ describe("snapshot and restore at start", () => {
     await a.close();
     const b = await start({ python: NO_DILL_PYTHON!, restoreOnStart: true });
     expect(await value(b, "math.floor(sum(nums))")).toBe("4");
+  });
+
+  test.skipIf(NO_DILL_PYTHON === null)("a snapshot whose names a new interpreter cannot restore is kept aside before it is replaced", async () => {
+    const a = await start();
+    await a.execute("def f(): return 1\nx = 1");
+    await a.snapshot();
+    await a.close();
+    const b = await start({ python: NO_DILL_PYTHON!, restoreOnStart: true });
+    const r = await b.execute("'f' in globals()");
+    expect(r.value).toBe("False");
+    expect(r.restored?.failed.map((f) => f.name)).toEqual(["f", "x"]);
+    expect(r.restored?.failed[0]?.reason).toContain("dill");
+    await b.execute("y = 2");
+    await b.snapshot();
+    expect((await b.execute("1")).notice).toContain("it was kept as");
+    const aside = readdirSync(join(tmp.home, "snapshots")).filter((n) => n.startsWith("p.pkl.unrestored-"));
+    expect(aside.length).toBe(1);
+    // The kept file still restores where dill is.
+    const c = await start({}, "c");
+    expect((await c.restore(join(tmp.home, "snapshots", aside[0]!))).restored).toEqual(["f", "x"]);
   });
 
   test("size caps: a name over the per-name cap and one over the total are skipped with the reason, not dropped silently", async () => {
@@ -258,6 +279,33 @@ describe("autosave", () => {
   });
 });
 
+describe("the host's side (the supervisor's API)", () => {
+  test("snapshotBeforeStop saves every live session, interrupting a running cell first; forgetClosedSession removes one", async () => {
+    const options = persistentSessionOptions({ autosave: false, snapshotMaxBytes: 0, snapshotMaxVariableBytes: 0 });
+    expect(options.restoreOnStart).toBe(true);
+    const idle = await start(options, "idle");
+    const busy = await start(options, "busy");
+    await idle.execute("a = 1");
+    await busy.execute("b = 2");
+    const running = busy.execute("import time\nwhile True: time.sleep(0.01)");
+    await waitFor(() => busy.busy, 5000, "the cell to start");
+    const lines: string[] = [];
+    const outcomes = await snapshotBeforeStop([["idle", idle], ["busy", busy]], (l) => lines.push(l), 10_000);
+    expect(outcomes).toEqual([
+      { name: "idle", saved: 1, skipped: [] },
+      { name: "busy", saved: 1, skipped: [] },
+    ]);
+    expect((await running).status).toBe("interrupted");
+    expect(lines).toContain("session busy: snapshot saved 1 name(s)");
+    const again = await start(options, "busy");
+    expect((await again.execute("b")).value).toBe("2");
+    expect(forgetClosedSession(tmp.home, "busy", true)).toBe(false);
+    expect(existsSync(defaultSnapshotPath(tmp.home, "busy"))).toBe(true);
+    expect(forgetClosedSession(tmp.home, "busy", false)).toBe(true);
+    expect(existsSync(defaultSnapshotPath(tmp.home, "busy"))).toBe(false);
+  });
+});
+
 describe("snapshot files", () => {
   test("moveAside renames payload and manifest; forgetSnapshot removes both", () => {
     const path = defaultSnapshotPath(tmp.home, "f");
@@ -265,7 +313,7 @@ describe("snapshot files", () => {
     mkdirSync(dir, { recursive: true });
     writeFileSync(path, "p");
     writeFileSync(manifestPath(path), "{}");
-    const aside = moveAside(path, new Date("2026-01-02T03:04:05.678Z"));
+    const aside = moveAside(path, "corrupt", new Date("2026-01-02T03:04:05.678Z"));
     expect(aside).toBe(`${path}.corrupt-20260102T030405Z`);
     expect(readdirSync(dir).sort()).toEqual(["f.json.corrupt-20260102T030405Z", "f.pkl.corrupt-20260102T030405Z"]);
     writeFileSync(path, "p");

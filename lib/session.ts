@@ -106,6 +106,8 @@ export class ReplSession implements Session {
   private pendingNotes: string[] = [];
   /** The namespace as autosave last saved it (names and short reprs); null: not saved yet. */
   private savedFingerprint: string | null = null;
+  /** A default snapshot restored with failed names: kept aside before anything overwrites it. */
+  private partlyRestored: string | null = null;
   /** The last cell's worker was killed or died (its result says what the state went back to). */
   private lastCellLostWorker = false;
   /** Names the last autosave skipped, so a new one is reported once, not after every cell. */
@@ -414,7 +416,11 @@ export class ReplSession implements Session {
     if (done.status === "ok") {
       if (done.reason === "snapshot not found") return { missing: true };
       this.latestSnapshot = path;
-      return { report: { source: path, restored: done.restored ?? [], failed: done.failed ?? [] } };
+      const failed = done.failed ?? [];
+      // Names this worker could not revive (dill missing, a module not installed) are still in the
+      // file: it must not be replaced by a snapshot without them.
+      this.partlyRestored = failed.length > 0 && isDefaultSnapshot(this.home, path) ? path : null;
+      return { report: { source: path, restored: done.restored ?? [], failed } };
     }
     let error = done.reason ?? "no reason given";
     if (isUnreadableReason(done.reason) && isDefaultSnapshot(this.home, path)) {
@@ -429,6 +435,11 @@ export class ReplSession implements Session {
     // 0 means no cap, as a timeout of 0 means none.
     if (this.snapshotMaxBytes > 0) request.max_bytes = this.snapshotMaxBytes;
     if (this.snapshotMaxVariableBytes > 0) request.max_variable_bytes = this.snapshotMaxVariableBytes;
+    if (target === this.partlyRestored && existsSync(target)) {
+      const aside = moveAside(target, "unrestored");
+      if (aside) this.pendingNotes.push(`The earlier snapshot of session ${this.id} held names this worker could not restore; it was kept as ${aside}.`);
+      this.partlyRestored = null;
+    }
     const done = await this.control(request, false);
     if (done.status !== "ok") throw new AwreplError("snapshot_failed", `Snapshot of session ${this.id} to ${target} failed: ${done.reason ?? "no reason given"}`);
     this.latestSnapshot = target;

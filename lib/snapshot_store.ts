@@ -70,13 +70,14 @@ export function describeSnapshot(snapshotPath: string): string {
 }
 
 /**
- * Renames a snapshot that cannot be read (and its manifest) to `<file>.corrupt-<UTC timestamp>`, so
- * the next start does not trip over it again and nothing is deleted. Returns the payload's new path,
- * or null when it could not be moved (it is left where it is).
+ * Renames a snapshot (and its manifest) to `<file>.<label>-<UTC timestamp>`: one that cannot be read
+ * (`corrupt`), so the next start does not trip over it again, or one with names that could not be
+ * restored (`unrestored`) before a new snapshot would replace it. Nothing is deleted. Returns the
+ * payload's new path, or null when it could not be moved (it is left where it is).
  */
-export function moveAside(snapshotPath: string, now = new Date()): string | null {
+export function moveAside(snapshotPath: string, label: "corrupt" | "unrestored" = "corrupt", now = new Date()): string | null {
   const stamp = now.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
-  const aside = `${snapshotPath}.corrupt-${stamp}`;
+  const aside = `${snapshotPath}.${label}-${stamp}`;
   try {
     renameSync(snapshotPath, aside);
   } catch {
@@ -84,7 +85,7 @@ export function moveAside(snapshotPath: string, now = new Date()): string | null
   }
   const manifest = manifestPath(snapshotPath);
   try {
-    if (existsSync(manifest)) renameSync(manifest, `${manifest}.corrupt-${stamp}`);
+    if (existsSync(manifest)) renameSync(manifest, `${manifest}.${label}-${stamp}`);
   } catch {
     // The payload is out of the way, which is what matters; a stray manifest describes nothing.
   }
