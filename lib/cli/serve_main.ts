@@ -15,8 +15,8 @@ import { serveTerminal } from "./serve_tty.ts";
 
 export type ServeOptions = { timeoutMs?: number; maxOutputBytes?: number; exitOnError?: boolean; python?: string };
 
-/** The id of the worker an unnamed `serve` starts (its results report `session: null`). */
-const UNNAMED_ID = "serve";
+/** The id of the worker an unnamed `serve` starts: per process, so two never share display files. */
+const UNNAMED_ID = `serve-${process.pid}`;
 
 export async function serve(ctx: CliContext, flags: ServeOptions): Promise<number> {
   const interactive = Boolean(process.stdin.isTTY);
