@@ -54,7 +54,11 @@ export type CellOptions = { timeoutMs: number; maxOutputBytes: number; signal?: 
 export async function runCell(session: Session, code: string, term: Terminal, options: CellOptions): Promise<ExecResult> {
   const live = new LiveEcho(options.maxOutputBytes, (stream, text) => (stream === "stdout" ? term.out(text) : term.err(text)));
   const result = await session.execute(code, { ...options, onOutput: (stream, text) => live.output(stream, text) });
-  const rendered = renderText(result, { traceback: true, color: term.style.color, echoed: live.echoed });
+  const exit = systemExit(result);
+  // `exit()` / `sys.exit(N)` leaves the REPL as in Python's: no traceback, only a message if one was given.
+  const shown = exit ? { ...result, status: "ok" as const, exception: null, traceback: "" } : result;
+  const rendered = renderText(shown, { traceback: true, color: term.style.color, echoed: live.echoed });
+  if (exit?.message) rendered.stderr += `${exit.message}\n`;
   // With nothing of stdout left to print, the value must not continue a line the cell left open.
   if (result.stdout.length === live.echoed.stdout.length) term.endLine();
   term.out(rendered.stdout);
@@ -63,4 +67,17 @@ export async function runCell(session: Session, code: string, term: Terminal, op
     term.err(rendered.stderr);
   }
   return result;
+}
+
+/**
+ * The exit status a cell asked for by raising SystemExit (`exit()`, `quit()`, `sys.exit(N)`), with the
+ * message Python would print for `sys.exit("text")`; null when the cell did not.
+ */
+export function systemExit(result: ExecResult): { status: number; message: string } | null {
+  const m = /^SystemExit(?::\s*([\s\S]*))?$/.exec(result.exception ?? "");
+  if (!m) return null;
+  const arg = (m[1] ?? "").trim();
+  if (arg === "" || arg === "None") return { status: 0, message: "" };
+  if (/^-?\d+$/.test(arg)) return { status: Number(arg) & 0xff, message: "" };
+  return { status: 1, message: arg };
 }

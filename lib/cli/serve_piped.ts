@@ -3,6 +3,7 @@
 // `is_complete` decides where a statement ends; a blank line ends a block as at the interactive prompt,
 // and so does a new unindented statement (a file needs no blank line after a `def`), and end of input.
 import { AwreplError, ExitCode } from "../errors.ts";
+import { systemExit } from "./serve_cell.ts";
 import { isMetaCommand, runMetaCommand } from "./serve_meta.ts";
 import { cellText, completeness, executeCell, reportError, type ServeRun, statusExitCode } from "./serve_run.ts";
 
@@ -87,6 +88,11 @@ export async function servePiped(run: ServeRun, input: AsyncIterable<Buffer | st
     try {
       if (isMetaCommand(code)) return (await runMetaCommand(code, run.session, run.term, run.state, options.width)) !== "quit";
       const result = await executeCell(run, code);
+      const exit = systemExit(result);
+      if (exit) {
+        exitCode ||= exit.status; // `exit(N)` ends the script with N, unless a cell failed before
+        return false;
+      }
       const failed = statusExitCode[result.status];
       if (failed !== ExitCode.ok) {
         exitCode ||= failed;

@@ -6,6 +6,7 @@ import type { HistoryFile } from "./serve_history.ts";
 import { makeCompleter } from "./serve_complete.ts";
 import { isMetaCommand, runMetaCommand } from "./serve_meta.ts";
 import { LineReader } from "./serve_reader.ts";
+import { systemExit } from "./serve_cell.ts";
 import { cellText, completeness, executeCell, reportError, type ServeRun } from "./serve_run.ts";
 import { columns, wrap } from "./serve_style.ts";
 
@@ -20,7 +21,10 @@ export type TerminalOptions = {
   python?: string;
 };
 
-/** Runs the REPL until Ctrl-D or :quit. Always returns 0: failures of single cells do not end it. */
+/**
+ * Runs the REPL until Ctrl-D, :quit, `exit` or `exit(N)`. Returns 0, or the N of `exit(N)`: failures of
+ * single cells do not end it.
+ */
 export async function serveTerminal(run: ServeRun, options: TerminalOptions): Promise<number> {
   const { term } = run;
   const lines: string[] = [];
@@ -36,6 +40,7 @@ export async function serveTerminal(run: ServeRun, options: TerminalOptions): Pr
   const ps2 = term.style.prompt(PS2);
   let indent = "";
   let blankBefore = false;
+  let status = 0;
   try {
     for (;;) {
       term.endLine();
@@ -53,6 +58,8 @@ export async function serveTerminal(run: ServeRun, options: TerminalOptions): Pr
       options.history.append(line);
       const blank = line.trim() === "";
       if (lines.length === 0 && blank) continue;
+      // Bare `exit` and `quit` leave, as in Python 3.13's REPL (`exit()` does too, through SystemExit).
+      if (lines.length === 0 && /^\s*(exit|quit)\s*$/.test(line)) break;
       if (lines.length === 0 && isMetaCommand(line)) {
         const outcome = await runMetaCommand(line, run.session, term, run.state, columns(options.output)).catch((err) => reportError(run, err));
         if (outcome === "quit") break;
@@ -80,14 +87,19 @@ export async function serveTerminal(run: ServeRun, options: TerminalOptions): Pr
       }
       lines.length = 0;
       blankBefore = false;
-      await reader
+      const result = await reader
         .whileBusy(() =>
           executeCell(run, code.replace(/\n+$/, ""), () => {
             // The terminal echoed ^C; start the traceback on its own line.
             term.err("\n");
           }),
         )
-        .catch((err) => reportError(run, err));
+        .catch((err) => void reportError(run, err));
+      const exit = result ? systemExit(result) : null;
+      if (exit) {
+        status = exit.status;
+        break;
+      }
     }
   } finally {
     reader.close();
@@ -97,7 +109,7 @@ export async function serveTerminal(run: ServeRun, options: TerminalOptions): Pr
     const hint = `Session ${run.name} keeps running; \`awrepl -s ${run.name} serve\` comes back to it.`;
     term.err(term.style.dim(wrap(hint, columns(options.output)).join("\n")) + "\n");
   }
-  return 0;
+  return status;
 }
 
 function banner(run: ServeRun, python: string | undefined, width: number): string {

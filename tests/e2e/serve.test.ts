@@ -252,6 +252,18 @@ describe("serve in a terminal", () => {
     await pane.waitFor("[exit 0]");
   }, 60_000);
 
+  test("exit(), and a bare exit or quit, leave as in Python's REPL", async () => {
+    const first = serve();
+    await ready(first, 1);
+    first.enter("exit(4)");
+    const screen = await first.waitFor(/^\[exit 4\]$/m);
+    expect(screen).not.toContain("SystemExit");
+    const second = serve();
+    await ready(second, 1);
+    second.enter("quit");
+    await second.waitFor(/^\[exit 0\]$/m);
+  }, 60_000);
+
   test("an exception shows its traceback and the REPL goes on", async () => {
     const pane = serve();
     await ready(pane, 1);

@@ -60,6 +60,16 @@ describe("serve with piped stdin", () => {
     expect(r.code).toBe(1);
   }, 60_000);
 
+  test("exit(N) ends the script quietly with status N; sys.exit('text') prints the text and exits 1", async () => {
+    const r = await serve("print('one')\nexit(3)\nprint('never')\n");
+    expect(r.stdout).toBe("one\n");
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(3);
+    const m = await serve("import sys\nsys.exit('bye now')\n");
+    expect(m.stderr).toBe("bye now\n");
+    expect(m.code).toBe(1);
+  }, 60_000);
+
   test("an unfinished statement at end of input is a SyntaxError, not a hang", async () => {
     const r = await serve("total = (1 +\n");
     expect(r.stderr).toMatch(/SyntaxError/);
