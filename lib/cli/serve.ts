@@ -29,9 +29,14 @@ export function registerServeCommand(program: Command, ctx: CliContext, setExit?
     .option("--exit-on-error", "with piped stdin: stop at the first cell that fails")
     .addHelpText(
       "after",
-      "\nAt the prompt: Tab completes, Up/Down recall history, Ctrl-C interrupts a cell or clears the line,\n" +
-        "Ctrl-D leaves (a named session keeps running). :help lists the meta commands.\n" +
-        "Piped stdin: exit status 0 when every cell succeeded, else that of the first failure.",
+      [
+        "",
+        "At the prompt: Tab completes, Up/Down recall history, Ctrl-C interrupts a",
+        "cell or clears the line, Ctrl-D leaves (a named session keeps running).",
+        ":help lists the meta commands (:vars, :inspect NAME, :reset, :timeout MS).",
+        "Piped stdin: each statement runs as it arrives; the exit status is 0 when",
+        "every cell succeeded, else that of the first failure. See docs/serve.md.",
+      ].join("\n"),
     )
     .action(async (flags: ServeFlags) => {
       const python = program.opts<{ python?: string }>().python;
