@@ -2,6 +2,8 @@
 // a pane of a fixed size; keys go in with send-keys, the screen comes back with capture-pane. Every
 // wait polls the screen with a timeout and, when it gives up, says what the screen showed.
 import { spawnSync } from "node:child_process";
+import { rmSync } from "node:fs";
+import { join } from "node:path";
 import { shellQuote } from "../../lib/python.ts";
 
 let counter = 0;
@@ -75,9 +77,11 @@ export class TmuxPane {
     }
   }
 
-  /** Ends the tmux server and everything in it. */
+  /** Ends the tmux server and everything in it, and removes its socket file (tmux leaves it). */
   kill(): void {
     spawnSync("tmux", ["-L", this.socket, "kill-server"], { stdio: "ignore" });
+    const dir = join(process.env.TMUX_TMPDIR || "/tmp", `tmux-${process.getuid?.() ?? 0}`);
+    rmSync(join(dir, this.socket), { force: true });
   }
 
   private tmux(...args: string[]): string {
