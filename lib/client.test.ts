@@ -96,21 +96,40 @@ describe("attach", () => {
     expect((await b.execute("order")).value).toBe("[1, 2, 3]");
   });
 
-  test("a session closed or lost under an attached client comes back fresh, and says so", async () => {
+  test("a session closed under an attached client comes back fresh and says so; after a stop it comes back restored", async () => {
     const h = home();
     await using s = await attach("phoenix", { home: h, python: PYTHON });
     expect((await s.execute("x = 1")).notice).toBeUndefined();
     expect(await closeSession("phoenix", { home: h })).toBe(true);
-    const afterClose = await s.execute("'x' in globals()");
+    const afterClose = await s.execute("y = 2\n'x' in globals()");
     expect(afterClose.value).toBe("False");
     expect(afterClose.notice).toContain("earlier state is gone");
     expect(await stopDaemon({ home: h })).toBe(true);
     // Our connection learns of the close through an event; a call made before it arrives fails
     // (it cannot know whether the request ran), so give the event a moment.
     await Bun.sleep(200);
-    const afterStop = await s.execute("2 + 2");
+    const afterStop = await s.execute("y + 2");
     expect(afterStop.value).toBe("4");
-    expect(afterStop.notice).toContain("earlier state is gone");
+    expect(afterStop.notice).toBeUndefined();
+    expect(afterStop.restored?.restored).toEqual(["y"]);
+  });
+
+  test("close --keep keeps the snapshot; close forgets it, also when no supervisor runs", async () => {
+    const h = home();
+    await using s = await attach("kept", { home: h, python: PYTHON });
+    await s.execute("v = 'saved'");
+    await s.snapshot();
+    expect(await closeSession("kept", { home: h, keep: true })).toBe(true);
+    expect((await s.execute("v")).value).toBe("'saved'");
+    expect(await stopDaemon({ home: h })).toBe(true);
+    // No supervisor: the snapshot on disk is what close forgets.
+    expect(await closeSession("kept", { home: h })).toBe(true);
+    expect(await daemonStatus({ home: h })).toBeNull();
+    expect(await closeSession("kept", { home: h })).toBe(false);
+    await Bun.sleep(200);
+    const fresh = await s.execute("'v' in globals()");
+    expect(fresh.value).toBe("False");
+    expect(fresh.restored).toBeUndefined();
   });
 
   test("calls that need no supervisor do not start one", async () => {

@@ -147,17 +147,34 @@ export async function listSessions(options: ClientOptions = {}): Promise<Session
   return (await withSupervisor(options, (c) => c.call({ op: "list" }))) ?? [];
 }
 
-/** Ends one session's worker. Resolves false when there was no such session. */
-export async function closeSession(name: string, options: ClientOptions = {}): Promise<boolean> {
+export type CloseOptions = ClientOptions & {
+  /** Keep the session's snapshot, so its next use restores it (default: forget it). */
+  keep?: boolean;
+};
+
+/**
+ * Ends one session's worker and forgets its snapshot (unless `keep`), also when the session is not
+ * running. Resolves false when there was neither a running session nor a snapshot of that name.
+ */
+export async function closeSession(name: string, options: CloseOptions = {}): Promise<boolean> {
   checkName(name);
-  const r = await withSupervisor(options, (c) => c.call({ op: "close", session: name }));
-  return r?.closed ?? false;
+  const keep = options.keep === true;
+  const r = await withSupervisor(options, (c) => c.call({ op: "close", session: name, keep }));
+  if (r) return r.closed || r.forgot;
+  // No supervisor: the snapshot on disk is all there is of the session.
+  const { forgetSnapshot } = await import("./snapshot_store.ts");
+  return keep ? false : forgetSnapshot(resolveHome(options), name);
 }
 
-/** Ends every session; resolves the names closed. */
-export async function closeAllSessions(options: ClientOptions = {}): Promise<string[]> {
-  const r = await withSupervisor(options, (c) => c.call({ op: "close_all" }));
-  return r?.closed ?? [];
+/** Ends every session and forgets every snapshot (unless `keep`); resolves the names closed or forgotten. */
+export async function closeAllSessions(options: CloseOptions = {}): Promise<string[]> {
+  const keep = options.keep === true;
+  const r = await withSupervisor(options, (c) => c.call({ op: "close_all", keep }));
+  if (r) return [...new Set([...r.closed, ...r.forgot])].sort();
+  if (keep) return [];
+  const { forgetSnapshot, savedSessionNames } = await import("./snapshot_store.ts");
+  const home = resolveHome(options);
+  return savedSessionNames(home).filter((n) => forgetSnapshot(home, n));
 }
 
 /** Interrupts a session's running cell from any process. Resolves false when nothing ran. */
@@ -229,6 +246,7 @@ function sessionSpec(options: SessionOptions, env: NodeJS.ProcessEnv): SessionSp
     timeoutMs: options.timeoutMs,
     maxOutputBytes: options.maxOutputBytes,
     graceMs: options.graceMs,
+    autosave: options.autosave,
   };
 }
 

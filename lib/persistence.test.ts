@@ -78,6 +78,9 @@ describe("snapshot and restore at start", () => {
     const r = await b.execute("kept, 'sock' in globals(), 'gen' in globals()");
     expect(r.value).toBe("([1, 2, 3], False, False)");
     expect(r.restored?.restored).toEqual(["kept", "socket"]);
+    // Whoever sees the restore learns what the snapshot could not save.
+    expect(r.restored?.failed.map((f) => f.name).sort()).toEqual(["gen", "sock"]);
+    expect(r.restored?.failed[0]?.reason).toStartWith("not in the snapshot: TypeError: cannot pickle");
   });
 
   test.skipIf(NO_DILL_PYTHON === null)("without dill, pickle saves the data and lists cell functions as skipped", async () => {

@@ -167,6 +167,8 @@ export type SessionSpec = {
   timeoutMs?: number;
   maxOutputBytes?: number;
   graceMs?: number;
+  /** Snapshot after every cell that changed the namespace (default: the supervisor's config). */
+  autosave?: boolean;
 };
 
 export type RequestId = number | string;
@@ -201,8 +203,9 @@ export type ControlRequest =
   | { op: "interrupt"; id: RequestId; session: string }
   /** Withdraws one of this connection's own requests: dropped if queued, interrupted if running. */
   | { op: "cancel"; id: RequestId; target: RequestId }
-  | { op: "close"; id: RequestId; session: string }
-  | { op: "close_all"; id: RequestId }
+  /** Ends the session and forgets its snapshot, unless `keep`; also forgets the snapshot of a session that is not running. */
+  | { op: "close"; id: RequestId; session: string; keep?: boolean }
+  | { op: "close_all"; id: RequestId; keep?: boolean }
   | { op: "list"; id: RequestId }
   | { op: "status"; id: RequestId }
   /** Ends every session and the supervisor. Accepted whatever the hello said (version upgrades). */
@@ -255,8 +258,10 @@ export type OkValue = {
   restore: RestoreReport;
   interrupt: { interrupted: boolean };
   cancel: { cancelled: boolean };
-  close: { closed: boolean };
-  close_all: { closed: string[] };
+  /** `closed`: a running session was ended; `forgot`: its snapshot was removed. */
+  close: { closed: boolean; forgot: boolean };
+  /** `forgot`: the names whose snapshots were removed (running or not). */
+  close_all: { closed: string[]; forgot: string[] };
   list: SessionInfo[];
   status: DaemonStatus;
   stop: null;

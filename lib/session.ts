@@ -14,7 +14,7 @@ import { ensurePrivateDir, SESSION_NAME, stateDir } from "./paths.ts";
 import type { DoneEvent, ExecResult, InspectInfo, NameFailure, RestoreReport } from "./protocol.ts";
 import { type Interpreter, resolveInterpreter } from "./python.ts";
 import { type Launch, runtimeLaunch } from "./runtime_source.ts";
-import { defaultSnapshotPath, describeSnapshot, isDefaultSnapshot, isUnreadableReason, manifestPath, moveAside, sweepTempFiles } from "./snapshot_store.ts";
+import { defaultSnapshotPath, describeSnapshot, isDefaultSnapshot, isUnreadableReason, manifestPath, moveAside, readManifest, sweepTempFiles } from "./snapshot_store.ts";
 import type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, SnapshotReport } from "./types.ts";
 import { type SpareWorkers, spareKey } from "./spare.ts";
 import { Worker, type WorkerExit, type WorkerListeners, type WorkerOptions } from "./worker.ts";
@@ -420,7 +420,10 @@ export class ReplSession implements Session {
       // Names this worker could not revive (dill missing, a module not installed) are still in the
       // file: it must not be replaced by a snapshot without them.
       this.partlyRestored = failed.length > 0 && isDefaultSnapshot(this.home, path) ? path : null;
-      return { report: { source: path, restored: done.restored ?? [], failed } };
+      // Names the snapshot could not save are reported here too: whoever sees this restore (often
+      // not whoever saw the snapshot, taken when a supervisor stopped) learns they are gone.
+      const notSaved = (readManifest(path)?.skipped ?? []).map((s): NameFailure => ({ name: s.name, reason: `not in the snapshot: ${s.reason}` }));
+      return { report: { source: path, restored: done.restored ?? [], failed: [...failed, ...notSaved] } };
     }
     let error = done.reason ?? "no reason given";
     if (isUnreadableReason(done.reason) && isDefaultSnapshot(this.home, path)) {

@@ -4,6 +4,7 @@
 // aside, forgetting a closed session's, and sweeping the temp files a killed writer left behind.
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
+import { SESSION_NAME } from "./paths.ts";
 import type { NameFailure } from "./protocol.ts";
 
 /** What the runtime writes beside a payload (docs/protocol.md, "Snapshot and restore"). */
@@ -90,6 +91,19 @@ export function moveAside(snapshotPath: string, label: "corrupt" | "unrestored" 
     // The payload is out of the way, which is what matters; a stray manifest describes nothing.
   }
   return aside;
+}
+
+/** The names of the sessions with a default snapshot in `home` (files moved aside do not count). */
+export function savedSessionNames(home: string): string[] {
+  try {
+    return readdirSync(snapshotsDir(home))
+      .filter((n) => n.endsWith(".pkl"))
+      .map((n) => n.slice(0, -4))
+      .filter((n) => SESSION_NAME.test(n))
+      .sort();
+  } catch {
+    return [];
+  }
 }
 
 /** Removes session `name`'s default snapshot and manifest. Resolves whether a payload was there. */

@@ -4,14 +4,16 @@
 // It exits on `stop`, on SIGTERM/SIGINT/SIGHUP, after idleExitMs with no sessions and no clients, or
 // when its socket is taken away; every exit closes every worker first. If it is SIGKILLed, the
 // workers see EOF on their stdin and exit by themselves (runtime.py).
-// Persistence (issue 5) plugs in at two places: Supervisor.shutdown (snapshot every session before
-// closing it) and Supervisor.startSession (restore a name's snapshot when it is created).
+// Persistence (lib/persistence.ts): sessions it creates restore their snapshot and may autosave;
+// shutdown snapshots every session before closing it; `close` forgets a session's snapshot.
 import { chmodSync, lstatSync, mkdirSync, statSync, unlinkSync } from "node:fs";
 import { connect as netConnect, type Server, type Socket } from "node:net";
 import { dirname } from "node:path";
 import { builtinConfig, type Config, loadConfig } from "./config.ts";
 import { AwreplError } from "./errors.ts";
 import { ensurePrivateDir } from "./paths.ts";
+import { forgetClosedSession, persistentSessionOptions, snapshotBeforeStop } from "./persistence.ts";
+import { savedSessionNames } from "./snapshot_store.ts";
 import type { ClientRequest, RequestId, SessionSpec, SupervisorReply } from "./protocol.ts";
 import { ReplSession } from "./session.ts";
 import { SpareWorkers } from "./spare.ts";
@@ -195,10 +197,10 @@ class Supervisor {
         ok(request.id, { cancelled: this.sessions.cancel(conn, request.target) });
         return;
       case "close":
-        void later(request.id, this.sessions.close(request.session).then((closed) => ({ closed })));
+        void later(request.id, this.close(request.session, request.keep === true));
         return;
       case "close_all":
-        void later(request.id, this.sessions.closeAll().then((closed) => ({ closed })));
+        void later(request.id, this.closeAll(request.keep === true));
         return;
       case "list":
         ok(request.id, this.sessions.list());
@@ -229,7 +231,8 @@ class Supervisor {
               onDisplay: stream ? (item) => this.stream(conn, { type: "display", id, item }, 0) : undefined,
             });
             result.session = name;
-            if (created && request.known) {
+            // A session re-created from its snapshot says so in `restored`; without one its state is gone.
+            if (created && request.known && !result.restored) {
               const lost = `Session ${name} was not running (closed, or its supervisor stopped); this call ran in a fresh worker and the earlier state is gone.`;
               result.notice = result.notice ? `${lost} ${result.notice}` : lost;
             }
@@ -257,8 +260,24 @@ class Supervisor {
     created = this.sessions.submit(name, request.spec, call);
   }
 
+  /** Ends a session (if it runs) and forgets its snapshot unless `keep` (also when it does not run). */
+  private async close(name: string, keep: boolean): Promise<{ closed: boolean; forgot: boolean }> {
+    const closed = await this.sessions.close(name);
+    const forgot = forgetClosedSession(this.paths.home, name, keep);
+    if (forgot) this.log(`session ${name}: snapshot forgotten`);
+    return { closed, forgot };
+  }
+
+  private async closeAll(keep: boolean): Promise<{ closed: string[]; forgot: string[] }> {
+    const closed = await this.sessions.closeAll();
+    const forgot = keep ? [] : savedSessionNames(this.paths.home).filter((name) => forgetClosedSession(this.paths.home, name, false));
+    if (forgot.length) this.log(`snapshots forgotten: ${forgot.join(", ")}`);
+    return { closed, forgot };
+  }
+
   private startSession(name: string, spec: SessionSpec): Promise<ReplSession> {
     return ReplSession.start(name, {
+      ...persistentSessionOptions(this.config, spec.autosave),
       python: spec.python ?? this.config.python,
       cwd: spec.cwd,
       env: spec.env,
@@ -354,7 +373,9 @@ class Supervisor {
           // already gone
         }
       }
-      // (Persistence hooks in here: snapshot every session before closing it.)
+      // Every planned stop (stop, a client of another version, a signal, idle exit) snapshots first;
+      // the next use of a name restores it.
+      await snapshotBeforeStop(this.sessions.live(), this.log);
       const closing = Promise.all([this.sessions.closeAll(), this.spares.closeAll()]);
       const timeout = new Promise((r) => setTimeout(r, 10_000).unref());
       await Promise.race([closing, timeout]);

@@ -33,6 +33,10 @@ describe("parseRequestLine", () => {
     expect(errorOf(JSON.stringify({ op: "execute", id: 1, session: "a", code: "x", timeoutMs: -1 })).error.message).toContain("timeoutMs");
     expect(errorOf(JSON.stringify({ op: "open", id: 1, session: "a", spec: { env: { A: 1 } } })).error.message).toContain("spec.env.A");
     expect(errorOf(JSON.stringify({ op: "list" })).error.message).toContain("needs an id");
+    expect(errorOf(JSON.stringify({ op: "close", id: 1, session: "a", keep: "yes" })).error.message).toContain("keep");
+    expect(errorOf(JSON.stringify({ op: "close_all", id: 1, keep: 1 })).error.message).toContain("keep");
+    expect(errorOf(JSON.stringify({ op: "open", id: 1, session: "a", spec: { autosave: "on" } })).error.message).toContain("spec.autosave");
+    expect("request" in parseRequestLine(JSON.stringify({ op: "close", id: 1, session: "a", keep: true }))).toBe(true);
   });
 
   test("hello needs its protocol and version; stop needs nothing", () => {

@@ -53,9 +53,7 @@ function checkRequest(obj: Record<string, unknown>): ClientRequest {
       checkString(obj, "code");
       checkCount(obj, "timeoutMs");
       checkCount(obj, "maxOutputBytes");
-      for (const flag of ["stream", "known"]) {
-        if (obj[flag] !== undefined && typeof obj[flag] !== "boolean") throw usage(`${flag} must be true or false`);
-      }
+      for (const flag of ["stream", "known"]) checkFlag(obj, flag);
       break;
     case "inspect":
       checkString(obj, "name");
@@ -71,6 +69,10 @@ function checkRequest(obj: Record<string, unknown>): ClientRequest {
     case "restore":
       if (obj.path !== undefined) checkString(obj, "path");
       break;
+    case "close":
+    case "close_all":
+      checkFlag(obj, "keep");
+      break;
     case "cancel":
       if (typeof obj.target !== "number" && typeof obj.target !== "string") throw protocolError("cancel needs a target id");
       break;
@@ -85,12 +87,17 @@ function checkSpec(spec: unknown): asserts spec is SessionSpec {
     if (s[key] !== undefined && (typeof s[key] !== "string" || s[key] === "")) throw usage(`spec.${key} must be a non-empty string`);
   }
   for (const key of ["timeoutMs", "maxOutputBytes", "graceMs"]) checkCount(s, key, "spec.");
+  checkFlag(s, "autosave", "spec.");
   if (s.env !== undefined) {
     if (typeof s.env !== "object" || s.env === null || Array.isArray(s.env)) throw usage("spec.env must be an object of strings");
     for (const [k, v] of Object.entries(s.env)) {
       if (typeof v !== "string") throw usage(`spec.env.${k} must be a string`);
     }
   }
+}
+
+function checkFlag(obj: Record<string, unknown>, key: string, prefix = ""): void {
+  if (obj[key] !== undefined && typeof obj[key] !== "boolean") throw usage(`${prefix}${key} must be true or false`);
 }
 
 function checkString(obj: Record<string, unknown>, key: string): void {

@@ -47,6 +47,11 @@ export class SessionTable {
     return [...this.entries.keys()];
   }
 
+  /** The sessions whose worker has started, by name (what a stop snapshots). */
+  live(): [string, ReplSession][] {
+    return [...this.entries.values()].filter((e) => e.session !== null).map((e) => [e.name, e.session as ReplSession]);
+  }
+
   has(name: string): boolean {
     return this.entries.has(name);
   }

@@ -1,11 +1,14 @@
-// The commands that talk to the supervisor: vars, inspect, reset, interrupt, sessions, close, daemon,
-// and the hidden `__supervisor` subcommand the client re-executes to start the supervisor.
+// The commands that talk to the supervisor: vars, inspect, reset, interrupt, snapshot, restore,
+// sessions, close, daemon, and the hidden `__supervisor` subcommand the client re-executes to start
+// the supervisor.
 import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
 import type { Command } from "commander";
 import { type AttachOptions, type RemoteSession, attach } from "../client.ts";
 import { SUPERVISOR_SUBCOMMAND } from "../client_start.ts";
 import { AwreplError, usageError } from "../errors.ts";
-import type { SessionInfo } from "../protocol.ts";
+import type { RestoreReport, SessionInfo } from "../protocol.ts";
+import type { SnapshotReport } from "../types.ts";
 import type { CliContext } from "./context.ts";
 
 export function registerRemoteCommands(program: Command, ctx: CliContext): void {
@@ -57,6 +60,27 @@ export function registerRemoteCommands(program: Command, ctx: CliContext): void 
     });
 
   program
+    .command("snapshot")
+    .description("save the session's variables (default: in the state directory, restored on next use)")
+    .argument("[path]", "where to write the snapshot (its JSON manifest goes beside it)")
+    .option("--json", "print one JSON object")
+    .action(async (path: string | undefined, opts: { json?: boolean }) => {
+      // A relative path is the caller's, not the session's working directory.
+      const report = await withSession(ctx, (s) => s.snapshot(path === undefined ? undefined : resolve(path)));
+      print(opts.json ? JSON.stringify(report) : snapshotText(report));
+    });
+
+  program
+    .command("restore")
+    .description("load a snapshot's variables into the session (default: its own snapshot)")
+    .argument("[path]", "the snapshot to load")
+    .option("--json", "print one JSON object")
+    .action(async (path: string | undefined, opts: { json?: boolean }) => {
+      const report = await withSession(ctx, (s) => s.restore(path === undefined ? undefined : resolve(path)));
+      print(opts.json ? JSON.stringify(report) : restoreText(report));
+    });
+
+  program
     .command("sessions")
     .description("list the supervisor's sessions")
     .option("--json", "print a JSON array")
@@ -68,19 +92,21 @@ export function registerRemoteCommands(program: Command, ctx: CliContext): void 
 
   program
     .command("close")
-    .description("end a session's worker (or every session with --all)")
+    .description("end a session's worker and forget its snapshot (or every session with --all)")
     .argument("[name]", "the session to close")
     .option("--all", "close every session")
-    .action(async (name: string | undefined, opts: { all?: boolean }) => {
+    .option("--keep", "keep the snapshot: the next use of the name restores it")
+    .action(async (name: string | undefined, opts: { all?: boolean; keep?: boolean }) => {
       const { closeAllSessions, closeSession } = await import("../client.ts");
+      const options = { ...client(), keep: opts.keep === true };
       if (opts.all) {
         if (name !== undefined) throw usageError("close takes a session name or --all, not both");
-        const closed = await closeAllSessions(client());
+        const closed = await closeAllSessions(options);
         process.stderr.write(closed.length ? `Closed ${closed.join(", ")}\n` : "No sessions to close\n");
         return;
       }
       if (name === undefined) throw usageError("close needs a session name (or --all)");
-      if (!(await closeSession(name, client()))) throw new AwreplError("session_not_found", `No session named ${JSON.stringify(name)}`);
+      if (!(await closeSession(name, options))) throw new AwreplError("session_not_found", `No session named ${JSON.stringify(name)}`);
     });
 
   const daemon = program.command("daemon").description("the background supervisor: status | stop | logs");
@@ -150,6 +176,7 @@ export function attachOptions(ctx: CliContext, python?: string): AttachOptions {
     timeoutMs: config.timeoutMs,
     maxOutputBytes: config.maxOutputBytes,
     graceMs: config.graceMs,
+    autosave: config.autosave,
     cwd: process.cwd(),
     clientEnv: ctx.env,
   };
@@ -173,6 +200,19 @@ async function withSession<T>(ctx: CliContext, fn: (s: RemoteSession) => Promise
 
 function print(text: string): void {
   process.stdout.write(text.endsWith("\n") || text === "" ? text : `${text}\n`);
+}
+
+function snapshotText(r: SnapshotReport): string {
+  const lines = [`Saved ${r.saved.length} name(s) to ${r.path} (${r.bytes} bytes)`];
+  for (const s of r.skipped) lines.push(`skipped ${s.name}: ${s.reason}`);
+  if (r.pruned.length) lines.push(`pruned from the session: ${r.pruned.join(", ")}`);
+  return lines.join("\n");
+}
+
+function restoreText(r: RestoreReport): string {
+  const lines = [`Restored ${r.restored.length} name(s) from ${r.source}${r.restored.length ? `: ${r.restored.join(", ")}` : ""}`];
+  for (const f of r.failed) lines.push(`not restored ${f.name}: ${f.reason}`);
+  return lines.join("\n");
 }
 
 function sessionsTable(rows: SessionInfo[]): string {
