@@ -99,4 +99,15 @@ describe("channels", () => {
     const ticks = rt.events.filter((e) => e.event === "stdout" && e.id === first.done.id).map((e) => e.text).join("");
     expect(ticks).toBe("tick 0\ntick 1\ntick 2\ntick 3\ntick 4\n");
   });
+
+  test("every character survives framing: quotes, backslashes, control characters, non-ASCII", async () => {
+    const rt = await Runtime.start();
+    const a = await rt.exec("import sys\ns = 'q\"b\\\\t\\tc\\rn\\x00\\x1b[1m\\x7f/\u00e9\u20ac\\U0001F600'\nsys.stdout.write(s)\nsys.stderr.write(s)\nimport os\nos.write(1, s.encode())\nlen(s)");
+    const expected = 'q"b\\t\tc\rn\u0000\u001b[1m\u007f/\u00e9\u20ac\u{1F600}';
+    expect(rt.badLines).toEqual([]);
+    expect(a.stdout).toBe(expected);
+    expect(a.stderr).toBe(expected);
+    expect(a.rawStdout).toBe(expected);
+    expect(a.result).toBe(String([...expected].length));
+  });
 });
