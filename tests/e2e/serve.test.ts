@@ -52,6 +52,24 @@ describe("serve in a terminal", () => {
     expect(screen).toContain(">>> def add(a, b):\n...     return a + b\n");
   }, 60_000);
 
+  test("output appears while the cell is still running; :timeout sets a deadline", async () => {
+    const pane = serve();
+    await ready(pane, 1);
+    pane.enter("import time");
+    await ready(pane, 2);
+    pane.enter("for i in range(3): print('tick', i, flush=True); time.sleep(1)");
+    // The first line is on screen while the cell sleeps: no new prompt yet.
+    const during = await pane.waitFor(/^tick 0$/m);
+    expect(during).not.toMatch(/^tick 2$/m);
+    expect(prompts(during)).toBe(2);
+    await pane.waitFor(/^tick 2$/m);
+    await ready(pane, 3);
+    pane.enter(":timeout 500");
+    await pane.waitFor("Cells time out after 500 ms.");
+    pane.enter("time.sleep(10)");
+    await pane.waitFor(/TimeoutError/);
+  }, 60_000);
+
   test("Backspace in the indentation removes a whole indent level", async () => {
     const pane = serve();
     await ready(pane, 1);
