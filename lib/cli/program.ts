@@ -95,7 +95,11 @@ export function reportError(err: unknown): number {
     return err.exitCode;
   }
   const message = err instanceof Error ? err.message : String(err);
-  process.stderr.write(`awrepl: internal error: ${oneLine(message)}\n`);
+  // A system call that failed (a state directory that cannot be created, a full disk) is a problem of
+  // the environment, said as the OS said it; anything else is a bug of awrepl's.
+  const errno = (err as NodeJS.ErrnoException | undefined)?.code;
+  const kind = typeof errno === "string" && /^E[A-Z]+$/.test(errno) ? "" : "internal error: ";
+  process.stderr.write(`awrepl: ${kind}${oneLine(message)}\n`);
   if (err instanceof Error && err.stack && process.env.AWREPL_DEBUG) process.stderr.write(`${err.stack}\n`);
   return ExitCode.internal;
 }
