@@ -62,6 +62,8 @@ export type RunOptions = {
   env?: Record<string, string | undefined>;
   cwd?: string;
   timeoutMs?: number;
+  /** Run this command line instead of the binary (e.g. a pseudo-terminal wrapper that runs it). */
+  wrap?: string[];
 };
 
 /** The environment a test's awrepl runs in: its own home, the test interpreter, no colour, no session. */
@@ -88,7 +90,8 @@ export type Running = {
 export async function start(args: string[], options: RunOptions): Promise<Running> {
   const binary = await awreplBinary();
   const began = performance.now();
-  const child = spawn(binary, args, {
+  const [command, ...argv] = options.wrap ?? [binary, ...args];
+  const child = spawn(command as string, argv, {
     cwd: options.cwd ?? options.home,
     env: testEnv(options.home, options.env),
     stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
