@@ -81,7 +81,7 @@ export async function serveTerminal(run: ServeRun, options: TerminalOptions): Pr
       // Two blank lines in a row end the cell whatever the verdict, so a confused check can never trap
       // the user at the continuation prompt; an unfinished cell then shows its SyntaxError.
       if (verdict.status === "incomplete" && !(blank && blankBefore)) {
-        indent = verdict.indent;
+        indent = dedentAfterExit(line, verdict.indent);
         blankBefore = blank;
         continue;
       }
@@ -121,4 +121,14 @@ function banner(run: ServeRun, python: string | undefined, width: number): strin
       ? "Ctrl-D or :quit leaves; the session keeps running. :help lists commands."
       : "Ctrl-D or :quit leaves and ends the session. :help lists commands.";
   return [...wrap(head, width).map(style.bold), ...wrap(leave, width).map(style.dim)].join("\n") + "\n";
+}
+
+/**
+ * After `return`, `pass`, `break`, `continue` or `raise` nothing more belongs to that block, so the next
+ * line is offered one level less (as IPython does), unless the runtime already dedented.
+ */
+export function dedentAfterExit(line: string, indent: string): string {
+  const own = /^\s*/.exec(line)?.[0] ?? "";
+  if (!/^\s*(return|pass|break|continue|raise)\b/.test(line) || indent !== own || own === "") return indent;
+  return indent.slice(0, Math.max(0, indent.length - 4));
 }

@@ -43,13 +43,16 @@ describe("serve in a terminal", () => {
     pane.enter("def add(a, b):");
     // The runtime says the cell is incomplete: a continuation prompt with the block's indent typed in.
     await pane.waitForCursorAfter("...     ");
-    pane.enter("return a + b");
+    pane.enter("total = a + b");
     await pane.waitForCursorAfter("...     ");
+    pane.enter("return total");
+    // Nothing follows a return in its block: the next line is offered one level less.
+    await pane.waitForCursorAfter("... ");
     pane.keys("Enter");
     await ready(pane, 2);
     pane.enter("add(2, 3) * 7");
     const screen = await pane.waitFor(/^35$/m);
-    expect(screen).toContain(">>> def add(a, b):\n...     return a + b\n");
+    expect(screen).toContain(">>> def add(a, b):\n...     total = a + b\n...     return total\n");
   }, 60_000);
 
   test("output appears while the cell is still running; :timeout sets a deadline", async () => {
