@@ -33,7 +33,10 @@ export async function serve(ctx: CliContext, flags: ServeOptions): Promise<numbe
     session = new ReattachingSession(await open(), open);
     // attach() makes no round trip; the first call creates the session, so a bad interpreter is
     // reported now, before the banner, and the banner can say which Python runs it.
-    await session.isComplete("");
+    await session.isComplete("").catch(async (err) => {
+      await session.close().catch(() => {});
+      throw err;
+    });
   } else {
     session = await ReplSession.start(UNNAMED_ID, options);
   }
