@@ -66,4 +66,21 @@ describe("awrepl --session NAME run", () => {
       expect(next.stdout).toBe("4\n");
     }),
   30_000);
+
+  test("live output under --max-output shows exactly the text the result keeps", () =>
+    withHome(async (home) => {
+      const cell = "import sys\nfor i in range(200):\n    print(f'line {i}')\n    if i % 50 == 0: print(f'warn {i}', file=sys.stderr)";
+      const text = await run(["-s", "trunc", "run", "--max-output", "300", cell], { home });
+      const json = JSON.parse((await run(["-s", "trunc", "run", "--json", "--max-output", "300", cell], { home })).stdout);
+      expect(json.truncated).toBe(true);
+      expect(text.code).toBe(0);
+      // The same cell twice: the same kept text, whether streamed live (text) or returned (JSON).
+      expect(text.stdout).toBe(json.stdout);
+      expect(text.stderr).toBe(json.stderr);
+      expect(text.stdout).toContain("bytes truncated]");
+      expect(text.stdout).toStartWith("line 0\n");
+      expect(text.stdout).toEndWith("line 199\n");
+    }),
+  30_000);
 });
+
