@@ -452,6 +452,9 @@ def _make_stream_class():
             return self._fd
 
         def flush(self):
+            # print(..., flush=True) before os._exit or a long C call must not lose the batch
+            if _bparts:
+                _flush_batch()
             if self._buffer is not None:
                 self._buffer.flush()
 
@@ -2274,6 +2277,8 @@ def _install_namespace():
     the runtime's own module stays referenced so its globals live on."""
     global _runtime_module, _user_module, _ns
     import types
+    if sys.argv[0] not in ("", "-c") and sys.path and not getattr(sys.flags, "safe_path", False):
+        sys.path[0] = ""  # as `python -i`: imports resolve against the cwd, not the runtime's cache dir
     sys.argv = [""]
     _runtime_module = sys.modules.get("__main__")
     _user_module = types.ModuleType("__main__")

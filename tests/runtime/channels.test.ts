@@ -1,4 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Runtime, closeAll } from "./harness.ts";
 
 afterEach(closeAll);
@@ -11,6 +14,27 @@ describe("channels", () => {
       expect(a.rawStdout).toBe(`raw-out-${i}\nbuf-${i}\n`);
       expect(a.rawStderr).toBe(`raw-err-${i}\n`);
       expect(a.stdout).toBe("");
+    }
+  });
+
+  test("print(flush=True) ships the batch at once, even when the process dies right after", async () => {
+    const rt = await Runtime.start();
+    const a = await rt.exec("print('kept', flush=True)\nimport time\ntime.sleep(0.01)\nprint('also')");
+    expect(a.stdout).toBe("kept\nalso\n");
+    const seen = rt.waitFor((e) => e.event === "stdout" && e.text === "last words\n", 5_000);
+    rt.send({ type: "execute", id: "dying", code: "import os\nprint('last words', flush=True)\nos._exit(3)" });
+    await seen;
+  });
+
+  test("imports resolve against the working directory, not the runtime's own directory", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "awrepl-cwd-"));
+    try {
+      writeFileSync(join(dir, "local_mod.py"), "VALUE = 42\n");
+      const rt = await Runtime.start({ cwd: dir });
+      const a = await rt.exec("import local_mod\nlocal_mod.VALUE");
+      expect(a.result).toBe("42");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

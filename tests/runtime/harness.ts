@@ -47,8 +47,9 @@ export class Runtime {
   private buf = "";
   badLines: string[] = [];
 
-  private constructor(argv: string[], env: Record<string, string | undefined>) {
+  private constructor(argv: string[], env: Record<string, string | undefined>, cwd?: string) {
     this.proc = spawn(argv[0]!, argv.slice(1), {
+      cwd,
       stdio: ["pipe", "pipe", "pipe"],
       detached: true, // own process group, like the host does
       env: { ...process.env, ...env },
@@ -71,11 +72,17 @@ export class Runtime {
 
   /** Spawn `PYTHON -u runtime.py` (or through the bootstrap) and wait for `ready`. */
   static async start(
-    opts: { bootstrap?: boolean; env?: Record<string, string | undefined>; python?: string; timeoutMs?: number } = {},
+    opts: {
+      bootstrap?: boolean;
+      env?: Record<string, string | undefined>;
+      python?: string;
+      timeoutMs?: number;
+      cwd?: string;
+    } = {},
   ): Promise<Runtime> {
     const py = opts.python ?? PYTHON;
     const argv = opts.bootstrap ? [py, "-u", "-c", bootstrapSource()] : [py, "-u", RUNTIME_PATH];
-    const rt = new Runtime(argv, opts.env ?? {});
+    const rt = new Runtime(argv, opts.env ?? {}, opts.cwd);
     if (opts.bootstrap) {
       const src = readFileSync(RUNTIME_PATH);
       rt.proc.stdin!.write(`${src.length}\n`);
