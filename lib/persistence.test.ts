@@ -65,6 +65,28 @@ describe("snapshot and restore at start", () => {
     expect(await value(b, "square(7), inc(1), p.double().x, type(p).__name__")).toBe("(49, 2, 10, 'Point')");
   });
 
+  test("restored functions and methods use the live namespace, not a copy of the globals they had", async () => {
+    const a = await start();
+    await a.execute(
+      [
+        "total = 0",
+        "def add(n):\n    global total\n    total += n",
+        "def get(): return total",
+        "scale = lambda v: v * factor",
+        "factor = 2",
+        "def fact(n): return 1 if n < 2 else n * fact(n - 1)",
+        "class Acc:\n    def read(self): return total\n    @staticmethod\n    def twice(): return total * 2\n    @property\n    def prop(self): return total + 1",
+      ].join("\n"),
+    );
+    await a.snapshot();
+    await a.close();
+    const b = await start({ restoreOnStart: true });
+    expect(await value(b, "add(5)\nfactor = 10\ntotal, get(), scale(1), fact(5), Acc().read(), Acc.twice(), Acc().prop")).toBe("(5, 5, 10, 120, 5, 10, 6)");
+    expect(await value(b, "add.__globals__ is globals() and get.__globals__ is globals()")).toBe("True");
+    // The relinking cell leaves nothing behind.
+    expect(await value(b, "[n for n in globals() if 'relink' in n], _")).toBe("([], True)");
+  });
+
   test("names that cannot be pickled (a socket, a generator) are reported; the rest is restored", async () => {
     const a = await start();
     await a.execute("import socket\nsock = socket.socket()\ngen = (i for i in range(3))\nkept = [1, 2, 3]");

@@ -13,6 +13,7 @@ import { OutputCollector } from "./output.ts";
 import { ensurePrivateDir, SESSION_NAME, stateDir } from "./paths.ts";
 import type { DoneEvent, ExecResult, InspectInfo, NameFailure, RestoreReport } from "./protocol.ts";
 import { type Interpreter, resolveInterpreter } from "./python.ts";
+import { relinkCell } from "./relink.ts";
 import { type Launch, runtimeLaunch } from "./runtime_source.ts";
 import { defaultSnapshotPath, describeSnapshot, isDefaultSnapshot, isUnreadableReason, manifestPath, moveAside, readManifest, sweepTempFiles } from "./snapshot_store.ts";
 import type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, SnapshotReport } from "./types.ts";
@@ -423,7 +424,9 @@ export class ReplSession implements Session {
       // Names the snapshot could not save are reported here too: whoever sees this restore (often
       // not whoever saw the snapshot, taken when a supervisor stopped) learns they are gone.
       const notSaved = (readManifest(path)?.skipped ?? []).map((s): NameFailure => ({ name: s.name, reason: `not in the snapshot: ${s.reason}` }));
-      return { report: { source: path, restored: done.restored ?? [], failed: [...failed, ...notSaved] } };
+      const restored = done.restored ?? [];
+      if (restored.length > 0) await this.relink(restored);
+      return { report: { source: path, restored, failed: [...failed, ...notSaved] } };
     }
     let error = done.reason ?? "no reason given";
     if (isUnreadableReason(done.reason) && isDefaultSnapshot(this.home, path)) {
@@ -431,6 +434,15 @@ export class ReplSession implements Session {
       error += aside ? `; the file was moved aside to ${aside}` : "; it could not be moved aside";
     }
     return { missing: false, error };
+  }
+
+  /** Points restored cell functions at the live namespace (lib/relink.ts); best effort. */
+  private async relink(names: string[]): Promise<void> {
+    try {
+      await this.control({ type: "execute", code: relinkCell(names) }, false, false);
+    } catch {
+      // A worker lost here is reported by the next call; the names are restored either way.
+    }
   }
 
   private async writeSnapshot(target: string): Promise<SnapshotReport> {

@@ -260,8 +260,12 @@ class Supervisor {
     created = this.sessions.submit(name, request.spec, call);
   }
 
-  /** Ends a session (if it runs) and forgets its snapshot unless `keep` (also when it does not run). */
+  /**
+   * Ends a session (if it runs) and forgets its snapshot (also when it does not run); with `keep`, a
+   * running session is snapshotted first instead, so its next use restores it as it was.
+   */
   private async close(name: string, keep: boolean): Promise<{ closed: boolean; forgot: boolean }> {
+    if (keep) await snapshotBeforeStop(this.sessions.live().filter(([n]) => n === name), this.log);
     const closed = await this.sessions.close(name);
     const forgot = forgetClosedSession(this.paths.home, name, keep);
     if (forgot) this.log(`session ${name}: snapshot forgotten`);
@@ -269,6 +273,7 @@ class Supervisor {
   }
 
   private async closeAll(keep: boolean): Promise<{ closed: string[]; forgot: string[] }> {
+    if (keep) await snapshotBeforeStop(this.sessions.live(), this.log);
     const closed = await this.sessions.closeAll();
     const forgot = keep ? [] : savedSessionNames(this.paths.home).filter((name) => forgetClosedSession(this.paths.home, name, false));
     if (forgot.length) this.log(`snapshots forgotten: ${forgot.join(", ")}`);
