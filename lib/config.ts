@@ -3,7 +3,8 @@
 // This module reads the two files and the environment; flags are laid on top by the caller.
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { type ParseError, parse, printParseErrorCode } from "jsonc-parser";
+import type { ParseError } from "jsonc-parser";
+import { parse } from "jsonc-parser/lib/esm/impl/parser.js";
 import { AwreplError } from "./errors.ts";
 import { stateDir } from "./paths.ts";
 
@@ -85,8 +86,10 @@ export function readConfigFile(path: string): Partial<Config> {
   const value: unknown = parse(text, errors, { allowTrailingComma: true });
   const first = errors[0];
   if (first) {
-    const line = text.slice(0, first.offset).split("\n").length;
-    throw new AwreplError("usage", `Config file ${path} is not valid JSONC: ${printParseErrorCode(first.error)} at line ${line}`);
+    const before = text.slice(0, first.offset).split("\n");
+    const where = `line ${before.length}, column ${(before.at(-1)?.length ?? 0) + 1}`;
+    const found = JSON.stringify(text.slice(first.offset, first.offset + Math.max(1, Math.min(first.length, 20))));
+    throw new AwreplError("usage", `Config file ${path} is not valid JSONC: unexpected ${found} at ${where}`);
   }
   return validateConfig(value, path);
 }
@@ -124,7 +127,8 @@ function configFromEnv(env: NodeJS.ProcessEnv): Partial<Config> {
     if (v === undefined || v === "") continue;
     if (key === "python") raw[key] = v;
     else if (key === "autosave") raw[key] = v === "1" || v.toLowerCase() === "true";
-    else raw[key] = Number(v);
+    else if (/^\d+(\.\d+)?$/.test(v.trim())) raw[key] = Number(v);
+    else throw new AwreplError("usage", `${name} must be a non-negative number of ${key === "maxOutputBytes" ? "bytes" : "milliseconds"}, not ${JSON.stringify(v)}`);
   }
   return validateConfig(raw, "the environment");
 }

@@ -1,0 +1,74 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { builtinConfig, loadConfig } from "./config.ts";
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+/** A state dir (user config) and a project dir, both private to the test. */
+function setup(user?: string, project?: string) {
+  const root = mkdtempSync(join(tmpdir(), "awrepl-config-"));
+  dirs.push(root);
+  const home = join(root, "home");
+  const cwd = join(root, "project");
+  mkdirSync(home);
+  mkdirSync(cwd);
+  if (user !== undefined) writeFileSync(join(home, "config.jsonc"), user);
+  if (project !== undefined) writeFileSync(join(cwd, "awrepl.jsonc"), project);
+  return { cwd, env: { AWREPL_HOME: home } as NodeJS.ProcessEnv };
+}
+
+describe("loadConfig", () => {
+  test("built-ins apply when there are no files and no environment", () => {
+    expect(loadConfig(setup())).toEqual(builtinConfig);
+  });
+
+  test("comments and trailing commas are accepted; project beats user beats built-ins", () => {
+    const { cwd, env } = setup(
+      `{
+        // the user's defaults
+        "timeoutMs": 1000, "maxOutputBytes": 10, /* block */ "python": "/usr/bin/python3",
+      }`,
+      `{ "timeoutMs": 2000, }`,
+    );
+    const config = loadConfig({ cwd, env });
+    expect(config.timeoutMs).toBe(2000);
+    expect(config.maxOutputBytes).toBe(10);
+    expect(config.python).toBe("/usr/bin/python3");
+    expect(config.graceMs).toBe(builtinConfig.graceMs);
+  });
+
+  test("the environment beats both files", () => {
+    const { cwd, env } = setup(`{"timeoutMs": 1000}`, `{"timeoutMs": 2000, "autosave": false}`);
+    const config = loadConfig({ cwd, env: { ...env, AWREPL_TIMEOUT_MS: "3000", AWREPL_AUTOSAVE: "1" } });
+    expect(config.timeoutMs).toBe(3000);
+    expect(config.autosave).toBe(true);
+  });
+
+  test("a malformed file is a usage error naming the file and the place", () => {
+    const { cwd, env } = setup(undefined, `{\n  "timeoutMs": 10\n  "graceMs": 5\n}`);
+    expect(() => loadConfig({ cwd, env })).toThrow(/awrepl\.jsonc is not valid JSONC: unexpected .* at line 3, column 3/);
+    try {
+      loadConfig({ cwd, env });
+    } catch (err) {
+      expect((err as { exitCode: number }).exitCode).toBe(2);
+    }
+  });
+
+  test("unknown keys and wrong types are named", () => {
+    expect(() => loadConfig(setup(`{"timeout": 5}`))).toThrow(/Unknown config key "timeout"/);
+    expect(() => loadConfig(setup(`{"timeoutMs": "5"}`))).toThrow(/"timeoutMs" .* must be a non-negative number, not "5"/);
+    expect(() => loadConfig(setup(`[1]`))).toThrow(/must be a JSON object/);
+  });
+
+  test("a bad number in the environment names the variable and the value", () => {
+    const { cwd, env } = setup();
+    expect(() => loadConfig({ cwd, env: { ...env, AWREPL_TIMEOUT_MS: "abc" } })).toThrow(
+      'AWREPL_TIMEOUT_MS must be a non-negative number of milliseconds, not "abc"',
+    );
+  });
+});
