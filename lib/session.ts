@@ -80,7 +80,8 @@ export class ReplSession implements Session {
   readonly maxOutputBytes: number;
   readonly graceMs: number;
   readonly cwd: string;
-  readonly autosave: boolean;
+  /** Snapshot after every cell that changed the namespace; a host may switch it on later. */
+  autosave: boolean;
   readonly snapshotMaxBytes: number;
   readonly snapshotMaxVariableBytes: number;
   readonly startedAt = Date.now();

@@ -222,6 +222,8 @@ class Supervisor {
           case "open":
             return ok(id, { created, pid: session.pid });
           case "execute": {
+            // Asked for by a later caller (`run --autosave`): switched on, never off, by a spec.
+            if (request.spec?.autosave === true) session.autosave = true;
             const stream = request.stream === true;
             const result = await session.execute(request.code, {
               timeoutMs: request.timeoutMs,

@@ -12,6 +12,7 @@ describe("parseFastRun", () => {
     expect(parseFastRun(["run"])).toEqual({ session: undefined, run: {} });
     expect(parseFastRun(["--python", "/usr/bin/python3", "run", "x"])).toEqual({ session: undefined, run: { code: "x", python: "/usr/bin/python3" } });
     expect(parseFastRun(["run", "--", "-1"])).toEqual({ session: undefined, run: { code: "-1" } });
+    expect(parseFastRun(["-s", "a", "run", "--autosave", "x"])).toEqual({ session: "a", run: { code: "x", autosave: true } });
   });
 
   test("leaves everything else to commander (which reports errors)", () => {

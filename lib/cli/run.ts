@@ -22,6 +22,8 @@ export type RunArgs = {
   timeoutMs?: number;
   maxOutputBytes?: number;
   python?: string;
+  /** Switch autosave on for the session (docs/persistence.md). */
+  autosave?: boolean;
 };
 
 /** The id an ephemeral `run` gives its worker; the result reports `session: null`. */
@@ -68,7 +70,9 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
     if (name !== undefined) {
       // How the session is created if it does not exist yet; an existing one keeps its interpreter.
       const [{ attach }, { attachOptions }] = await Promise.all([import("../client.ts"), import("./remote.ts")]);
-      session = await attach(name, attachOptions(ctx, args.python));
+      const options = attachOptions(ctx, args.python);
+      if (args.autosave) options.autosave = true;
+      session = await attach(name, options);
     } else {
       const [{ ReplSession }, { stateDir }] = await Promise.all([import("../session.ts"), import("../paths.ts")]);
       const options = { timeoutMs, maxOutputBytes, graceMs: config.graceMs, python, cwd: process.cwd(), home: stateDir(ctx.env) };
@@ -181,8 +185,9 @@ export function parseFastRun(argv: readonly string[]): FastRun | null {
       python = v;
     } else if (!sawRun) {
       return null; // run's own options are not program options
-    } else if (inline === undefined && (flag === "--json" || flag === "--traceback")) {
+    } else if (inline === undefined && (flag === "--json" || flag === "--traceback" || flag === "--autosave")) {
       if (flag === "--json") run.json = true;
+      else if (flag === "--autosave") run.autosave = true;
       else run.traceback = true;
     } else if (flag === "--timeout" || flag === "--max-output") {
       const v = value();

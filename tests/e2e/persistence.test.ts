@@ -110,16 +110,31 @@ describe("snapshots that cannot be used", () => {
 describe("autosave", () => {
   test("a timeout kill with autosave comes back to the last good state", () =>
     withHome(async (home) => {
-      const env = { AWREPL_AUTOSAVE: "1" };
-      await ok(["-s", "auto", "run", "total = 0\ndef add(n):\n    global total\n    total += n"], home, env);
-      for (const n of [1, 2, 3]) await ok(["-s", "auto", "run", `add(${n})`], home, env);
-      const killed = await run(["-s", "auto", "run", "--timeout", "500", "--json", "total = -100\nsum(range(10**12))"], { home, env });
+      // The session starts without autosave; `run --autosave` switches it on and it stays on.
+      await ok(["-s", "auto", "run", "total = 0\ndef add(n):\n    global total\n    total += n"], home);
+      await ok(["-s", "auto", "run", "--autosave", "add(1)"], home);
+      for (const n of [2, 3]) await ok(["-s", "auto", "run", `add(${n})`], home);
+      const killed = await run(["-s", "auto", "run", "--timeout", "500", "--json", "total = -100\nsum(range(10**12))"], { home });
       expect(killed.code).toBe(124);
       const result = JSON.parse(killed.stdout) as ExecResult;
       expect(result.status).toBe("timeout");
       expect(result.exception).toContain("went back to its snapshot of");
       expect(result.restored?.source).toBe(join(home, "snapshots", "auto.pkl"));
-      expect(await ok(["-s", "auto", "run", "add(4)\ntotal"], home, env)).toBe("10\n");
+      expect(await ok(["-s", "auto", "run", "add(4)\ntotal"], home)).toBe("10\n");
+    }),
+  60_000);
+
+  test("AWREPL_AUTOSAVE=1 creates sessions that autosave: a SIGKILLed worker comes back", () =>
+    withHome(async (home) => {
+      const env = { AWREPL_AUTOSAVE: "1" };
+      await ok(["-s", "env", "run", "kept = [1, 2, 3]"], home, env);
+      const pid = Number(await ok(["-s", "env", "run", "import os; os.getpid()"], home));
+      process.kill(pid, "SIGKILL");
+      const r = await json(["-s", "env", "run", "kept"], home);
+      expect(r.value).toBe("[1, 2, 3]");
+      expect(r.notice).toContain("restored from its snapshot of");
+      // (`os` too, unless the kill came before that cell's autosave, which runs after its result.)
+      expect(r.restored?.restored).toContain("kept");
     }),
   60_000);
 
