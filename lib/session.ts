@@ -11,11 +11,11 @@ import { DisplayWriter } from "./display.ts";
 import { AwreplError } from "./errors.ts";
 import { OutputCollector } from "./output.ts";
 import { ensurePrivateDir, SESSION_NAME, stateDir } from "./paths.ts";
-import type { DoneEvent, ExecResult, InspectInfo, NameFailure, RestoreReport } from "./protocol.ts";
+import type { DoneEvent, ExecResult, InspectInfo, RestoreReport } from "./protocol.ts";
 import { type Interpreter, resolveInterpreter } from "./python.ts";
-import { relinkCell } from "./relink.ts";
 import { type Launch, runtimeLaunch } from "./runtime_source.ts";
-import { defaultSnapshotPath, describeSnapshot, isDefaultSnapshot, isUnreadableReason, manifestPath, moveAside, readManifest, sweepTempFiles } from "./snapshot_store.ts";
+import { aftermath, type Recovery, SessionSnapshots } from "./session_snapshots.ts";
+import { defaultSnapshotPath, describeSnapshot } from "./snapshot_store.ts";
 import type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, SnapshotReport } from "./types.ts";
 import { type SpareWorkers, spareKey } from "./spare.ts";
 import { Worker, type WorkerExit, type WorkerListeners, type WorkerOptions } from "./worker.ts";
@@ -100,20 +100,14 @@ export class ReplSession implements Session {
   private lostWorker: { killed: boolean; exit: WorkerExit | null } | null = null;
   /** The worker was lost between calls: the next call restores the latest snapshot, if any, first. */
   private needsRecovery = false;
-  /** The snapshot this session last wrote or restored: what a lost worker goes back to. */
-  private latestSnapshot: string | null = null;
+  /** Snapshots written and read through this session's worker; what a lost worker goes back to. */
+  private readonly snapshots: SessionSnapshots;
   /** A restore the next execute's result reports (at start, or after a worker lost between calls). */
   private pendingRestore: RestoreReport | null = null;
   /** Said once by the next execute's notice (an autosave that failed, names it had to skip). */
   private pendingNotes: string[] = [];
-  /** The namespace as autosave last saved it (names and short reprs); null: not saved yet. */
-  private savedFingerprint: string | null = null;
-  /** A default snapshot restored with failed names: kept aside before anything overwrites it. */
-  private partlyRestored: string | null = null;
   /** The last cell's worker was killed or died (its result says what the state went back to). */
   private lastCellLostWorker = false;
-  /** Names the last autosave skipped, so a new one is reported once, not after every cell. */
-  private autosaveSkipped = new Set<string>();
   /** Output that arrived between cells (background threads): it opens the next cell's output. */
   private stray: OutputCollector | null = null;
   private queue: Promise<unknown> = Promise.resolve();
@@ -136,6 +130,13 @@ export class ReplSession implements Session {
     this.snapshotMaxBytes = options.snapshotMaxBytes ?? DEFAULTS.snapshotMaxBytes;
     this.snapshotMaxVariableBytes = options.snapshotMaxVariableBytes ?? DEFAULTS.snapshotMaxVariableBytes;
     this.displays = new DisplayWriter(join(home, "display"), id);
+    this.snapshots = new SessionSnapshots(
+      id,
+      home,
+      { maxBytes: this.snapshotMaxBytes, maxVariableBytes: this.snapshotMaxVariableBytes },
+      (body, recoverOnKill) => this.control(body, false, recoverOnKill),
+      (text) => this.pendingNotes.push(text),
+    );
     this.spares = options.spares ?? null;
   }
 
@@ -153,7 +154,7 @@ export class ReplSession implements Session {
     await session.ensureWorker();
     if (options.restoreOnStart) {
       try {
-        await session.restoreAtStart();
+        session.pendingRestore = await session.snapshots.restoreAtStart(() => session.closed);
       } catch (err) {
         await session.close();
         throw err;
@@ -200,7 +201,7 @@ export class ReplSession implements Session {
         // A cell that lost its worker left nothing new to save (and its replacement may be empty).
         const kept = !this.lastCellLostWorker && this.worker !== null;
         resolveResult(result);
-        if (kept) await this.autosaveNow();
+        if (kept) await this.snapshots.autosave(() => this.closed);
       }).catch(rejectResult);
     });
   }
@@ -251,7 +252,7 @@ export class ReplSession implements Session {
    * are over the size caps are listed in `skipped` with a reason; they never fail the snapshot.
    */
   snapshot(path?: string): Promise<SnapshotReport> {
-    return this.enqueue(() => this.writeSnapshot(this.snapshotTarget(path)));
+    return this.enqueue(() => this.snapshots.write(this.snapshotTarget(path)));
   }
 
   /**
@@ -261,7 +262,7 @@ export class ReplSession implements Session {
   restore(path?: string): Promise<RestoreReport> {
     return this.enqueue(async () => {
       const target = this.snapshotTarget(path);
-      const outcome = await this.readSnapshot(target);
+      const outcome = await this.snapshots.read(target);
       if ("report" in outcome) return outcome.report;
       if (outcome.missing) throw new AwreplError("restore_failed", `No snapshot at ${target}`);
       throw new AwreplError("restore_failed", `Restore of session ${this.id} from ${target} failed: ${outcome.error}`);
@@ -396,117 +397,15 @@ export class ReplSession implements Session {
   private async recover(): Promise<Recovery | null> {
     this.needsRecovery = false;
     this.lostWorker = null;
-    const path = this.latestSnapshot;
+    const path = this.snapshots.latest;
     if (!path || this.closed || !existsSync(path)) return null;
-    const state = describeSnapshot(path);
     try {
       await this.ensureWorker();
-      const outcome = await this.readSnapshot(path, false);
-      if ("report" in outcome) return { report: outcome.report, state };
-      this.latestSnapshot = null;
-      return { error: outcome.missing ? "the file is gone" : outcome.error, state };
     } catch (err) {
-      if (this.closed) return null;
-      this.latestSnapshot = null;
-      return { error: (err as Error).message, state };
+      return this.closed ? null : { error: (err as Error).message, state: describeSnapshot(path) };
     }
-  }
-
-  /** Restores `path` into the live worker; a default snapshot that cannot be read is moved aside. */
-  private async readSnapshot(path: string, recoverOnKill = true): Promise<SnapshotRead> {
-    const done = await this.control({ type: "restore", path }, false, recoverOnKill);
-    if (done.status === "ok") {
-      if (done.reason === "snapshot not found") return { missing: true };
-      this.latestSnapshot = path;
-      const failed = done.failed ?? [];
-      // Names this worker could not revive (dill missing, a module not installed) are still in the
-      // file: it must not be replaced by a snapshot without them.
-      this.partlyRestored = failed.length > 0 && isDefaultSnapshot(this.home, path) ? path : null;
-      // Names the snapshot could not save are reported here too: whoever sees this restore (often
-      // not whoever saw the snapshot, taken when a supervisor stopped) learns they are gone.
-      const notSaved = (readManifest(path)?.skipped ?? []).map((s): NameFailure => ({ name: s.name, reason: `not in the snapshot: ${s.reason}` }));
-      const restored = done.restored ?? [];
-      if (restored.length > 0) await this.relink(restored);
-      return { report: { source: path, restored, failed: [...failed, ...notSaved] } };
-    }
-    let error = done.reason ?? "no reason given";
-    if (isUnreadableReason(done.reason) && isDefaultSnapshot(this.home, path)) {
-      const aside = moveAside(path);
-      error += aside ? `; the file was moved aside to ${aside}` : "; it could not be moved aside";
-    }
-    return { missing: false, error };
-  }
-
-  /** Points restored cell functions at the live namespace (lib/relink.ts); best effort. */
-  private async relink(names: string[]): Promise<void> {
-    try {
-      await this.control({ type: "execute", code: relinkCell(names) }, false, false);
-    } catch {
-      // A worker lost here is reported by the next call; the names are restored either way.
-    }
-  }
-
-  private async writeSnapshot(target: string): Promise<SnapshotReport> {
-    const request: SnapshotRequestBody = { type: "snapshot", path: target, manifest_path: manifestPath(target) };
-    // 0 means no cap, as a timeout of 0 means none.
-    if (this.snapshotMaxBytes > 0) request.max_bytes = this.snapshotMaxBytes;
-    if (this.snapshotMaxVariableBytes > 0) request.max_variable_bytes = this.snapshotMaxVariableBytes;
-    if (target === this.partlyRestored && existsSync(target)) {
-      const aside = moveAside(target, "unrestored");
-      if (aside) this.pendingNotes.push(`The earlier snapshot of session ${this.id} held names this worker could not restore; it was kept as ${aside}.`);
-      this.partlyRestored = null;
-    }
-    const done = await this.control(request, false);
-    if (done.status !== "ok") throw new AwreplError("snapshot_failed", `Snapshot of session ${this.id} to ${target} failed: ${done.reason ?? "no reason given"}`);
-    this.latestSnapshot = target;
-    return {
-      path: target,
-      saved: done.saved ?? [],
-      skipped: (done.skipped ?? []).map((s): NameFailure => (typeof s === "string" ? { name: s, reason: "" } : s)),
-      pruned: done.pruned ?? [],
-      bytes: done.bytes ?? 0,
-    };
-  }
-
-  /** At start (restoreOnStart): the default snapshot, if any, into the first worker. */
-  private async restoreAtStart(): Promise<void> {
-    const path = this.defaultSnapshotPath();
-    sweepTempFiles(path);
-    if (!existsSync(path)) return;
-    try {
-      const outcome = await this.readSnapshot(path);
-      if ("report" in outcome) this.pendingRestore = outcome.report;
-      else if (!outcome.missing) this.pendingNotes.push(`Session ${this.id} could not be restored: ${outcome.error}. It starts fresh.`);
-    } catch (err) {
-      if (this.closed) throw err;
-      this.pendingNotes.push(`Session ${this.id} could not be restored from ${path}: ${(err as Error).message}. It starts fresh.`);
-    }
-  }
-
-  /**
-   * Autosave: snapshots to the default place when the namespace changed since the last save. The
-   * check is the `variables` listing (every name with its type and short repr): cheap, and blind only
-   * to a change deep inside a value that its short repr does not show (docs/persistence.md).
-   */
-  private async autosaveNow(): Promise<void> {
-    try {
-      const listing = await this.control({ type: "variables" });
-      const fingerprint = JSON.stringify(listing.variables ?? {});
-      const target = this.defaultSnapshotPath();
-      if (fingerprint === this.savedFingerprint && this.latestSnapshot === target && existsSync(target)) return;
-      const report = await this.writeSnapshot(this.snapshotTarget());
-      this.savedFingerprint = fingerprint;
-      const fresh = report.skipped.filter((s) => !this.autosaveSkipped.has(s.name));
-      this.autosaveSkipped = new Set(report.skipped.map((s) => s.name));
-      if (fresh.length > 0) {
-        const list = fresh.map((s) => `${s.name} (${s.reason})`).join(", ");
-        this.pendingNotes.push(`Autosave could not save ${list}; a worker loss would lose ${fresh.length === 1 ? "it" : "them"}.`);
-      }
-    } catch (err) {
-      if (this.closed) return;
-      this.savedFingerprint = null;
-      this.pendingNotes.push(`Autosave after the last cell failed: ${(err as Error).message}`);
-    }
+    const back = await this.snapshots.recover(describeSnapshot);
+    return this.closed ? null : back;
   }
 
   /** The next execute's notice: why the state it had is gone, and anything else said once. */
@@ -645,9 +544,7 @@ export class ReplSession implements Session {
   }
 
   private snapshotTarget(path?: string): string {
-    const target = path ? resolve(this.cwd, path) : this.defaultSnapshotPath();
-    if (!path) ensurePrivateDir(join(this.home, "snapshots"));
-    return target;
+    return path ? resolve(this.cwd, path) : this.snapshots.defaultPath();
   }
 }
 
@@ -655,24 +552,11 @@ function closedError(id: string): AwreplError {
   return new AwreplError("worker_closed", `Session ${id} is closed`);
 }
 
-/** Timeouts and limits are non-negative finite numbers (NaN would fire a deadline at once). */
-type Recovery = { report: RestoreReport; state: string } | { error: string; state: string };
-type SnapshotRead = { report: RestoreReport } | { missing: true } | { missing: false; error: string };
-type SnapshotRequestBody = Extract<Parameters<Worker["request"]>[0], { type: "snapshot" }>;
-
-/** What a lost cell's result says happened to the session's state after the loss. */
-function aftermath(back: Recovery): string {
-  if ("report" in back) {
-    const failed = back.report.failed.length ? `; not restored: ${back.report.failed.map((f) => `${f.name} (${f.reason})`).join(", ")}` : "";
-    return `the session went back to ${back.state}: ${back.report.restored.length} name(s) restored${failed}.`;
-  }
-  return `the session's state was lost: ${back.state} could not be restored (${back.error}). The session continues in a fresh worker.`;
-}
-
 function capitalize(text: string): string {
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
+/** Timeouts and limits are non-negative finite numbers (NaN would fire a deadline at once). */
 type Limits = { timeoutMs?: number; maxOutputBytes?: number; graceMs?: number; snapshotMaxBytes?: number; snapshotMaxVariableBytes?: number };
 
 function checkLimits(options: Limits): void {
