@@ -82,6 +82,8 @@ class Supervisor {
   private socketIno = 0;
   private idleTimer: ReturnType<typeof setTimeout> | null = null;
   private stopping: Promise<void> | null = null;
+  /** parkIdleSessions is running. */
+  private parking = false;
   private finished!: (code: number) => void;
 
   constructor(
@@ -105,6 +107,8 @@ class Supervisor {
     process.on("uncaughtException", (err) => this.log(`uncaught exception: ${err?.stack ?? err}`));
     process.on("unhandledRejection", (err) => this.log(`unhandled rejection: ${(err as Error)?.stack ?? err}`));
     setInterval(() => this.checkSocket(), SOCKET_CHECK_MS).unref();
+    const sessionIdle = this.config.sessionIdleMs;
+    if (sessionIdle > 0) setInterval(() => void this.parkIdleSessions(), Math.min(60_000, Math.max(250, sessionIdle / 4))).unref();
     this.checkIdle();
     return done;
   }
@@ -346,6 +350,24 @@ class Supervisor {
       this.reply(conn, { type: "stderr", id: (message as { id: RequestId }).id, text: note });
     }
     this.reply(conn, message);
+  }
+
+  /**
+   * Sessions with no call for sessionIdleMs are snapshotted and closed, keeping the snapshot: their
+   * worker's memory is given back, and the next use of the name restores them.
+   */
+  private async parkIdleSessions(): Promise<void> {
+    if (this.stopping || this.parking) return;
+    this.parking = true;
+    try {
+      for (const [name, session] of this.sessions.idleFor(this.config.sessionIdleMs)) {
+        const [outcome] = await snapshotBeforeStop([[name, session]], this.log);
+        if (outcome && "error" in outcome) continue; // keep it running rather than lose its state
+        if (await this.sessions.closeIfIdle(name)) this.log(`session ${name}: closed after ${this.config.sessionIdleMs} ms idle; its snapshot is kept`);
+      }
+    } finally {
+      this.parking = false;
+    }
   }
 
   private checkIdle(): void {

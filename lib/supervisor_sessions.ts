@@ -112,6 +112,23 @@ export class SessionTable {
     }
   }
 
+  /**
+   * Names of the sessions with no call running or queued for at least `ms` (and a live worker).
+   */
+  idleFor(ms: number): [string, ReplSession][] {
+    const now = Date.now();
+    return [...this.entries.values()]
+      .filter((e) => e.session !== null && !e.running && e.queue.length === 0 && !e.session.busy && now - Math.max(e.lastUsedAt, e.session.lastActiveAt) >= ms)
+      .map((e) => [e.name, e.session as ReplSession]);
+  }
+
+  /** Closes `name` only if nothing runs or waits in it now (a call may have arrived meanwhile). */
+  async closeIfIdle(name: string): Promise<boolean> {
+    const entry = this.entries.get(name);
+    if (!entry || entry.running || entry.queue.length > 0 || entry.session?.busy) return false;
+    return this.close(name);
+  }
+
   /** Ends a session's worker. Its queued calls fail; its running call ends with the worker. */
   async close(name: string): Promise<boolean> {
     const entry = this.entries.get(name);

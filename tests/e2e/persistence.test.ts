@@ -83,6 +83,27 @@ describe("state survives the supervisor", () => {
   60_000);
 });
 
+describe("idle sessions", () => {
+  test("sessionIdleMs: an idle session is snapshotted and closed, and its next use restores it", () =>
+    withHome(async (home) => {
+      writeFileSync(join(home, "config.jsonc"), '{ "sessionIdleMs": 600 } // park sessions idle for 0.6 s\n');
+      await ok(["-s", "nap", "run", "dream = 'kept'"], home);
+      const deadline = Date.now() + 15_000;
+      let rows: unknown[] = [{}];
+      while (Date.now() < deadline) {
+        rows = JSON.parse(await ok(["sessions", "--json"], home)) as unknown[];
+        if (rows.length === 0) break;
+        await Bun.sleep(200);
+      }
+      expect(rows).toEqual([]);
+      expect(existsSync(join(home, "snapshots", "nap.pkl"))).toBe(true);
+      const r = await json(["-s", "nap", "run", "dream"], home);
+      expect(r.value).toBe("'kept'");
+      expect(r.restored?.restored).toEqual(["dream"]);
+    }),
+  60_000);
+});
+
 describe("snapshots that cannot be used", () => {
   test("a corrupt snapshot: a clear message, a fresh session, the file moved aside", () =>
     withHome(async (home) => {
