@@ -41,12 +41,17 @@ async function roundTrips(session: Session, count: number): Promise<number[]> {
   return samples;
 }
 
-/** ReplSession.start() to the value of "1+1", a fresh worker each run. */
-async function newSessionToResult(home: string, runs: number): Promise<number[]> {
+/**
+ * ReplSession.start() to the value of "1+1", a fresh worker each run, alternating with the baseline
+ * (`python3 -c pass`) so that load on the shared machine hits both alike.
+ */
+async function newSessionToResult(home: string, runs: number): Promise<{ samples: number[]; baseline: number[] }> {
   const warm = await ReplSession.start("warm", { home, python: PYTHON }); // writes the runtime cache once
   await warm.close();
   const samples: number[] = [];
+  const baseline: number[] = [];
   for (let i = 0; i < runs; i++) {
+    baseline.push(timeSpawn([PYTHON, "-c", "pass"]).ms);
     const start = performance.now();
     const session = await withTimeout(ReplSession.start(`new${i}`, { home, python: PYTHON }), CALL_MS, "ReplSession.start");
     try {
@@ -57,7 +62,7 @@ async function newSessionToResult(home: string, runs: number): Promise<number[]>
       await session.close();
     }
   }
-  return samples;
+  return { samples, baseline };
 }
 
 /**
@@ -227,7 +232,9 @@ export async function libraryFigures(options: BenchOptions = {}): Promise<Figure
   const env = { ...process.env, AWREPL_HOME: home, AWREPL_BIN, AWREPL_PYTHON: PYTHON };
   try {
     log("library: new session to first result");
-    figures.library_new_session_to_result = figure("ms", await newSessionToResult(home, smoke ? 1 : 9));
+    const cold = await newSessionToResult(home, smoke ? 1 : 9);
+    figures.library_new_session_to_result = figure("ms", cold.samples);
+    figures.library_baseline_python_c_pass = figure("ms", cold.baseline, "measured alternately with the new sessions");
     log("library: new session to first result, warm spare worker");
     figures.library_new_session_with_spare = figure("ms", await newSessionWithSpare(home, smoke ? 1 : 9), "SpareWorkers: a spare was ready");
 
