@@ -173,6 +173,26 @@ describe("snapshot and restore at start", () => {
   });
 });
 
+describe("a snapshot cut short", () => {
+  test("a worker killed mid-snapshot leaves the last good snapshot in place, and the session goes back to it", async () => {
+    const s = await start();
+    await s.execute("x = 'first'");
+    const first = await s.snapshot();
+    const before = readFileSync(first.path);
+    await s.execute("x = 'second'\nclass Slow:\n    def __reduce__(self):\n        print('saving', flush=True)\n        import time\n        time.sleep(60)\n        return (int, (1,))\nslow = Slow()");
+    const pid = s.pid!;
+    const saving = s.snapshot();
+    await Bun.sleep(300); // the snapshot is inside Slow.__reduce__ by now (or about to be)
+    process.kill(pid, "SIGKILL");
+    expect((await rejection(saving)).code).toBe("worker_died");
+    expect(readFileSync(first.path).equals(before)).toBe(true);
+    const r = await s.execute("x");
+    expect(r.value).toBe("'first'");
+    expect(r.notice).toContain("restored from its snapshot of");
+    expect(readdirSync(join(tmp.home, "snapshots")).filter((n) => n.endsWith(".tmp"))).toEqual([]);
+  });
+});
+
 describe("a corrupt or unreadable snapshot", () => {
   test("restoreOnStart: a clear notice, a fresh session, and the file moved aside (not deleted)", async () => {
     const path = defaultSnapshotPath(tmp.home, "p");

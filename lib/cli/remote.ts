@@ -85,9 +85,18 @@ export function registerRemoteCommands(program: Command, ctx: CliContext): void 
     .description("list the supervisor's sessions")
     .option("--json", "print a JSON array")
     .action(async (opts: { json?: boolean }) => {
-      const { listSessions } = await import("../client.ts");
+      const [{ listSessions }, { savedSessionNames }, { resolveHome }] = await Promise.all([
+        import("../client.ts"),
+        import("../snapshot_store.ts"),
+        import("../supervisor_paths.ts"),
+      ]);
       const rows = await listSessions(client());
-      print(opts.json ? JSON.stringify(rows) : sessionsTable(rows));
+      if (opts.json) return print(JSON.stringify(rows));
+      // Sessions that exist only as a snapshot come back on their next use: say which.
+      const running = new Set(rows.map((r) => r.name));
+      const saved = savedSessionNames(resolveHome(client())).filter((n) => !running.has(n));
+      const table = rows.length === 0 && saved.length > 0 ? "No sessions running" : sessionsTable(rows);
+      print(saved.length ? `${table}\nSaved, restored on next use: ${saved.join(", ")}` : table);
     });
 
   program

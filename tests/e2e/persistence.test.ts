@@ -31,6 +31,7 @@ describe("state survives the supervisor", () => {
       await stopDaemon(home);
       expect(existsSync(join(home, "snapshots", "a.pkl"))).toBe(true);
       expect(existsSync(join(home, "snapshots", "a.json"))).toBe(true);
+      expect(await ok(["sessions"], home)).toBe("No sessions running\nSaved, restored on next use: a\n");
       const r = await run(["-s", "a", "run", "x + 1, data['k']"], { home });
       expect(r.code).toBe(0);
       expect(r.stdout).toBe("(42, [1, 2])\n");
