@@ -70,23 +70,31 @@ export function timeSpawn(
 
 // Bun's resourceUsage.maxRSS (like getrusage after vfork+exec) starts from the PARENT's peak, so a
 // child of a bench process that holds 100 MB looks 100 MB big. This wrapper forks from a small Python,
-// execs the command, and reports the child's ru_maxrss from wait4 on its last stderr line.
-const PEAK_RSS_WRAPPER = [
+// execs the command, and reports the child's own ru_maxrss and CPU time (from wait4) on its last
+// stderr line. CPU time barely moves with the load of a shared machine, unlike wall time.
+const USAGE_WRAPPER = [
   "import os, sys",
   "pid = os.fork()",
   "if pid == 0:",
   "    os.execv(sys.argv[1], sys.argv[1:])",
   "_, status, usage = os.wait4(pid, 0)",
-  "sys.stderr.write('\\npeak_rss_kib=%d\\n' % usage.ru_maxrss)",
+  "sys.stderr.write('\\nusage peak_rss_kib=%d cpu_ms=%.3f\\n' % (usage.ru_maxrss, (usage.ru_utime + usage.ru_stime) * 1000))",
   "sys.exit(os.waitstatus_to_exitcode(status))",
 ].join("\n");
 
-/** Runs argv once under the fork/exec wrapper and returns its peak RSS in MiB (its own, not ours). */
+export type ChildUsage = { peakRssMiB: number; cpuMs: number; stdout: string };
+
+/** Runs argv once under the fork/exec wrapper: its own peak RSS (MiB) and CPU time (user + system, ms). */
+export function childUsage(argv: string[], options: Parameters<typeof timeSpawn>[1] = {}): ChildUsage {
+  const run = timeSpawn([PYTHON, "-c", USAGE_WRAPPER, ...argv], options);
+  const match = /usage peak_rss_kib=(\d+) cpu_ms=([\d.]+)\s*$/.exec(run.stderr);
+  if (!match) throw new Error(`No resource usage reported for ${argv.join(" ")}`);
+  return { peakRssMiB: Number(match[1]) / 1024, cpuMs: Number(match[2]), stdout: run.stdout };
+}
+
+/** A command's own peak RSS in MiB (not inherited from this process). */
 export function peakRssMiB(argv: string[], options: Parameters<typeof timeSpawn>[1] = {}): number {
-  const run = timeSpawn([PYTHON, "-c", PEAK_RSS_WRAPPER, ...argv], options);
-  const match = /peak_rss_kib=(\d+)\s*$/.exec(run.stderr);
-  if (!match) throw new Error(`No peak RSS reported for ${argv.join(" ")}`);
-  return Number(match[1]) / 1024;
+  return childUsage(argv, options).peakRssMiB;
 }
 
 /** `/usr/bin/python3 -c pass`, the baseline every shell-call and start-up figure is divided by. */

@@ -12,6 +12,7 @@ import type { Session } from "../../lib/types.ts";
 import {
   AWREPL_BIN,
   bigOutputCell,
+  childUsage,
   type Figures,
   figure,
   log,
@@ -157,6 +158,25 @@ export async function cleanUpHome(home: string): Promise<void> {
   }
 }
 
+/**
+ * CPU time (user + system) of a warm `awrepl -s NAME run "1+1"` client process and of the baseline,
+ * alternating: the shell-call ratio in a unit that the machine's load barely moves.
+ */
+function shellCallCpu(name: string, env: NodeJS.ProcessEnv, runs: number): Figures {
+  const client: number[] = [];
+  const baseline: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    baseline.push(childUsage([PYTHON, "-c", "pass"]).cpuMs);
+    const call = childUsage([AWREPL_BIN, "-s", name, "run", "1+1"], { env });
+    if (call.stdout !== "2\n") throw new Error(`A warm call printed ${JSON.stringify(call.stdout)}`);
+    client.push(call.cpuMs);
+  }
+  return {
+    warm_shell_call_cpu: figure("ms", client, 'CPU time of the `awrepl -s s run "1+1"` process'),
+    baseline_python_c_pass_cpu: figure("ms", baseline, "CPU time of python3 -c pass, alternating"),
+  };
+}
+
 /** Peak RSS growth of a process over a stretch of work: VmHWM after it − VmRSS before it. */
 async function peakGrowth(pid: number, work: () => Promise<void>): Promise<number> {
   const before = procStatusMiB(pid);
@@ -254,6 +274,7 @@ export async function libraryFigures(options: BenchOptions = {}): Promise<Figure
     const remote = await withTimeout(attach("remote", { home, python: PYTHON, clientEnv: env }), CALL_MS, "attach()");
     try {
       figures.attach_round_trip = figure("us", await roundTrips(remote, smoke ? 50 : 3000));
+      Object.assign(figures, shellCallCpu(remote.id, env, smoke ? 2 : 21));
       Object.assign(figures, await bigOutputFigures(remote, home, env, smoke));
     } finally {
       await remote.close();
