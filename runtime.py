@@ -649,6 +649,8 @@ def _activate(r):
     global _active, _live_cell
     if not _watchdog_started:
         _start_watchdog()  # not before ready: spawning it is not on the path to the handshake
+    if _sh_pids:
+        _reap_sh()
     with _slock:
         _active = r
         try:
@@ -1589,15 +1591,19 @@ def _start_watchdog():
     finally:
         os.close(alive_r)
     _keep.append(alive_w)
-    _thread.start_new_thread(_reap, (pid,))  # the sh exits at once
+    _sh_pids.append(pid)  # reaped before any cell runs: a cell's os.wait() must never meet it
 
 
-def _reap(pid):
-    _block_sigint()
-    try:
-        os.waitpid(pid, 0)
-    except OSError:
-        pass
+_sh_pids = []
+
+
+def _reap_sh():
+    """Wait for the watchdog's sh, which exits as soon as it has started the watchdog (~1 ms)."""
+    while _sh_pids:
+        try:
+            os.waitpid(_sh_pids.pop(), 0)
+        except OSError:
+            pass
 
 
 # ---------------------------------------------------------------------------------------------
