@@ -6,8 +6,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 BUN=./node_modules/.bin/bun
-PY39=/root/.pyenv/versions/3.9.18/bin/python3
-PY313=/root/.pyenv/versions/3.13.0/bin/python3
+PYENV_ROOT=${PYENV_ROOT:-$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")}
+PY39=$PYENV_ROOT/versions/3.9.18/bin/python3
+PY313=$PYENV_ROOT/versions/3.13.0/bin/python3
 passed=0
 failed=0
 problems=()
