@@ -22,6 +22,7 @@ import {
 import { floorFigures } from "./floors.ts";
 import { libraryFigures } from "./library.ts";
 import { memoryFigures } from "./memory.ts";
+import { benchPersistence } from "./persistence.ts";
 import { renderRawTable, renderSummaryTable, SUMMARY_ROWS } from "./table.ts";
 
 /** One script's figures; `text` is a script's own table when it cannot report figures as JSON. */
@@ -108,6 +109,7 @@ const sections: Record<string, Section> = {
   library: await guarded("library.ts", () => libraryFigures({ smoke })),
   memory: await guarded("memory.ts", () => memoryFigures({ smoke })),
   floors: await guarded("floors.ts", () => floorFigures({ smoke })),
+  persistence: await guarded("persistence.ts", () => benchPersistence({ smoke })),
   runtime: externalSection("runtime.ts"),
   shell: externalSection("shell_call.ts"),
 };
