@@ -349,6 +349,22 @@ describe("the host's side (the supervisor's API)", () => {
     expect(forgetClosedSession(tmp.home, "busy", false)).toBe(true);
     expect(existsSync(defaultSnapshotPath(tmp.home, "busy"))).toBe(false);
   });
+
+  test("a cell busy in C code does not hold a stop: that session's snapshot is given up, the previous one kept", async () => {
+    const s = await start({ timeoutMs: 0 }, "stuck");
+    await s.execute("x = 1");
+    const first = await s.snapshot();
+    const before = readFileSync(first.path);
+    let printed = false;
+    void s.execute("print('go', flush=True)\nsum(range(10**12))", { onOutput: () => (printed = true) }).catch(() => undefined);
+    await waitFor(() => printed, 5000, "the cell to start");
+    await Bun.sleep(100); // inside sum() by now: an interrupt cannot land there
+    const started = Date.now();
+    const [outcome] = await snapshotBeforeStop([["stuck", s]], () => undefined, 10_000);
+    expect(outcome).toMatchObject({ name: "stuck", error: expect.stringContaining("did not stop when interrupted") });
+    expect(Date.now() - started).toBeLessThan(9_000);
+    expect(readFileSync(first.path).equals(before)).toBe(true);
+  });
 });
 
 describe("snapshot files", () => {

@@ -10,6 +10,8 @@ export type PersistenceConfig = Pick<Config, "autosave" | "snapshotMaxBytes" | "
 
 /** How long a planned stop waits, at most, for every session's snapshot together. */
 export const STOP_SNAPSHOT_BUDGET_MS = 8_000;
+/** How long a stop waits for an interrupted cell to end before giving up on that session's snapshot. */
+const INTERRUPT_WAIT_MS = 2_000;
 
 /** The options that make a session the host creates persistent; `autosave` from the caller beats the config's. */
 export function persistentSessionOptions(
@@ -44,7 +46,13 @@ export async function snapshotBeforeStop(
   });
   const one = async (name: string, session: ReplSession): Promise<SnapshotOutcome> => {
     if (session.pid === null) return { name, noWorker: true };
-    if (session.busy) await session.interrupt();
+    if (session.busy) {
+      await session.interrupt();
+      // Code in C can ignore the interrupt; the stop must not wait for it.
+      if (!(await idleWithin(session, Math.min(budgetMs, INTERRUPT_WAIT_MS)))) {
+        return { name, error: "its running cell did not stop when interrupted; the previous snapshot, if any, is kept" };
+      }
+    }
     const saving = session.snapshot().then(
       (r): SnapshotOutcome => ({ name, saved: r.saved.length, skipped: r.skipped.map((s) => `${s.name} (${s.reason})`) }),
       (err: unknown): SnapshotOutcome => ({ name, error: (err as Error).message }),
@@ -59,6 +67,16 @@ export async function snapshotBeforeStop(
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Resolves true once the session has nothing running or queued, false after `ms`. */
+async function idleWithin(session: ReplSession, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (session.busy) {
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return true;
 }
 
 function describeOutcome(o: SnapshotOutcome): string {
