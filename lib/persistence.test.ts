@@ -300,9 +300,18 @@ describe("autosave", () => {
     expect(await value(s, "total, f(2)")).toBe("(6, 20)");
   });
 
-  test("a cell that changes nothing does not write the snapshot again", async () => {
+  test("a small namespace is saved after every cell, so an append to a long list is not missed", async () => {
+    const s = await start({ autosave: true, timeoutMs: 500, graceMs: 200 });
+    await s.execute("log = list(range(50))");
+    await s.execute("log.append('seen')"); // its short repr does not change: [0, 1, 2, ...]
+    const r = await s.execute("sum(range(10**12))");
+    expect(r.restored).toBeDefined();
+    expect(await value(s, "log[-1], len(log)")).toBe("('seen', 51)");
+  });
+
+  test("with a large namespace, a cell that changes nothing does not write the snapshot again", async () => {
     const s = await start({ autosave: true });
-    await s.execute("x = 1");
+    await s.execute("blob = bytes(300_000)\nx = 1");
     const path = s.defaultSnapshotPath();
     await waitFor(() => readManifest(path) !== null, 5000, "the first autosave");
     const first = readManifest(path)!.timestamp;

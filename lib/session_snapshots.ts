@@ -32,6 +32,9 @@ export type SnapshotRead = { report: RestoreReport } | { missing: true } | { mis
 /** After a lost worker: restored from `state` (which snapshot, said in words), or not, and why. */
 export type Recovery = { report: RestoreReport; state: string } | { error: string; state: string };
 
+/** Up to this payload size autosave saves after every cell, without looking for a change first. */
+export const ALWAYS_SAVE_BYTES = 256 * 1024;
+
 export type SnapshotCaps = { maxBytes: number; maxVariableBytes: number };
 
 export class SessionSnapshots {
@@ -41,6 +44,8 @@ export class SessionSnapshots {
   private partlyRestored: string | null = null;
   /** The namespace as autosave last saved it (names and short reprs); null: not saved yet. */
   private savedFingerprint: string | null = null;
+  /** Size of the last autosave's payload; null: none yet. */
+  private autosavedBytes: number | null = null;
   /** Names the last autosave skipped, so a new one is reported once, not after every cell. */
   private autosaveSkipped = new Set<string>();
 
@@ -143,18 +148,24 @@ export class SessionSnapshots {
   }
 
   /**
-   * Autosave: snapshots to the default place when the namespace changed since the last save. The
-   * check is the `variables` listing (every name with its type and short repr): cheap, and blind only
-   * to a change deep inside a value that its short repr does not show (docs/persistence.md).
+   * Autosave: snapshots to the default place after a cell. A small namespace (its last autosave at
+   * most ALWAYS_SAVE_BYTES) is saved every time: that is the only way to see every change, and it
+   * costs milliseconds. A larger one is saved only when its `variables` listing (every name with its
+   * type and short repr) changed: cheap, but blind to a change its short repr does not show, such as
+   * an append to a long list (docs/persistence.md).
    */
   async autosave(isClosed: () => boolean): Promise<void> {
     try {
-      const listing = await this.request({ type: "variables" }, true);
-      if (listing.status !== "ok") throw new Error(listing.reason ?? "the variables check failed");
-      const fingerprint = JSON.stringify(listing.variables ?? {});
       const target = this.defaultPath();
-      if (fingerprint === this.savedFingerprint && this.latest === target && existsSync(target)) return;
+      let fingerprint: string | null = null;
+      if (this.autosavedBytes === null || this.autosavedBytes > ALWAYS_SAVE_BYTES) {
+        const listing = await this.request({ type: "variables" }, true);
+        if (listing.status !== "ok") throw new Error(listing.reason ?? "the variables check failed");
+        fingerprint = JSON.stringify(listing.variables ?? {});
+        if (fingerprint === this.savedFingerprint && this.latest === target && existsSync(target)) return;
+      }
       const report = await this.write(target);
+      this.autosavedBytes = report.bytes;
       this.savedFingerprint = fingerprint;
       const fresh = report.skipped.filter((s) => !this.autosaveSkipped.has(s.name));
       this.autosaveSkipped = new Set(report.skipped.map((s) => s.name));
@@ -165,6 +176,7 @@ export class SessionSnapshots {
     } catch (err) {
       if (isClosed()) return;
       this.savedFingerprint = null;
+      this.autosavedBytes = null;
       this.note(`Autosave after the last cell failed: ${(err as Error).message}`);
     }
   }

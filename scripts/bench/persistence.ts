@@ -35,10 +35,11 @@ export async function benchPersistence(options: BenchOptions = {}): Promise<Figu
       figures["cell that changes x, no autosave"] = figure("ms", await perCell(plain, (i) => `x = ${i}`, n));
       figures["cell that changes x, autosave"] = figure("ms", await perCell(auto, (i) => `x = ${i}`, n), "small namespace: 3 names, ~3 KB snapshot");
       figures["cell that changes nothing, no autosave"] = figure("ms", await perCell(plain, () => "x + 1", n));
-      figures["cell that changes nothing, autosave"] = figure("ms", await perCell(auto, () => "x + 1", n), "only the variables check");
+      figures["cell that changes nothing, autosave"] = figure("ms", await perCell(auto, () => "x + 1", n), "small: saved anyway");
       for (const s of [plain, auto]) await s.execute("big = list(range(200_000))\nnames = {f'k{i}': i for i in range(2_000)}");
       figures["cell that changes x, 2 MB namespace, no autosave"] = figure("ms", await perCell(plain, (i) => `x = ${i}`, Math.ceil(n / 3)));
       figures["cell that changes x, 2 MB namespace, autosave"] = figure("ms", await perCell(auto, (i) => `x = ${i}`, Math.ceil(n / 3)));
+      figures["cell that changes nothing, 2 MB namespace, autosave"] = figure("ms", await perCell(auto, () => "x + 1", n), "only the variables check");
       const snaps: number[] = [];
       const restores: number[] = [];
       for (let i = 0; i < Math.ceil(n / 10); i++) {
