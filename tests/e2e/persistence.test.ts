@@ -105,6 +105,19 @@ describe("idle sessions", () => {
   60_000);
 });
 
+describe("size caps", () => {
+  test("config caps: an oversized name is reported by the restore, the rest comes back", () =>
+    withHome(async (home) => {
+      writeFileSync(join(home, "config.jsonc"), '{ "snapshotMaxVariableBytes": 100000 }\n');
+      await ok(["-s", "caps", "run", "huge = b'x' * 200_000\nsmall = 'ok'"], home);
+      await stopDaemon(home);
+      const r = await json(["-s", "caps", "run", "small, 'huge' in globals()"], home);
+      expect(r.value).toBe("('ok', False)");
+      expect(r.restored?.failed).toEqual([{ name: "huge", reason: expect.stringContaining("exceeds max_variable_bytes 100000") }]);
+    }),
+  60_000);
+});
+
 describe("snapshots that cannot be used", () => {
   test("a corrupt snapshot: a clear message, a fresh session, the file moved aside", () =>
     withHome(async (home) => {
