@@ -367,7 +367,7 @@ describe("the host's side (the supervisor's API)", () => {
     let printed = false;
     void s.execute("print('go', flush=True)\nsum(range(10**12))", { onOutput: () => (printed = true) }).catch(() => undefined);
     await waitFor(() => printed, 5000, "the cell to start");
-    await Bun.sleep(100); // inside sum() by now: an interrupt cannot land there
+    await Bun.sleep(300); // inside sum() by now: an interrupt cannot land there
     const started = Date.now();
     const [outcome] = await snapshotBeforeStop([["stuck", s]], () => undefined, 10_000);
     expect(outcome).toMatchObject({ name: "stuck", error: expect.stringContaining("did not stop when interrupted") });

@@ -130,6 +130,7 @@ export type RestoreReport = {
   /** Where the state came from: the snapshot file restored. */
   source: string;
   restored: string[];
+  /** Names not restored: those the worker could not load, and those the snapshot could not save ("not in the snapshot: ..."). */
   failed: NameFailure[];
 };
 
