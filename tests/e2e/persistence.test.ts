@@ -8,6 +8,9 @@ import { join } from "node:path";
 import type { ExecResult } from "../../lib/protocol.ts";
 import { processesOf, run, waitForNoProcesses, withHome } from "./helpers.ts";
 
+/** An interpreter without dill (pyenv's), for the stdlib pickle fallback; null when there is none. */
+const NO_DILL_PYTHON = ["3.12.1", "3.11.7", "3.13.0"].map((v) => `/root/.pyenv/versions/${v}/bin/python3`).find((p) => existsSync(p)) ?? null;
+
 async function ok(args: string[], home: string, env?: Record<string, string>): Promise<string> {
   const r = await run(args, { home, env });
   if (r.code !== 0) throw new Error(`awrepl ${args.join(" ")} exited ${r.code}: ${r.stderr}`);
@@ -48,6 +51,18 @@ describe("state survives the supervisor", () => {
       const r = await json(["-s", "fn", "run", "square(inc(b.v))"], home);
       expect(r.value).toBe("36");
       expect(r.restored).toEqual({ source: join(home, "snapshots", "fn.pkl"), restored: ["Box", "b", "inc", "square"], failed: [] });
+    }),
+  60_000);
+
+  test.skipIf(NO_DILL_PYTHON === null)("without dill, pickle saves the data and the cell's functions are reported as not saved", () =>
+    withHome(async (home) => {
+      const env = { AWREPL_PYTHON: NO_DILL_PYTHON! };
+      await ok(["-s", "nodill", "run", "import math\nnums = [1, 2]\ndef f(): return 1"], home, env);
+      await stopDaemon(home);
+      const r = await json(["-s", "nodill", "run", "math.prod(nums)"], home, env);
+      expect(r.value).toBe("2");
+      expect(r.restored?.restored).toEqual(["math", "nums"]);
+      expect(r.restored?.failed).toEqual([{ name: "f", reason: "not in the snapshot: TypeError: pickle cannot save functions or classes defined in cells (dill can)" }]);
     }),
   60_000);
 
