@@ -3,9 +3,8 @@
 // its status — explicitly, so a stray handle can never keep a finished command alive, and only after
 // everything written to stdout/stderr has reached the OS (see lib/cli/stdio.ts).
 import { main } from "./lib/cli/program.ts";
-import { drainStdio, trackStdio } from "./lib/cli/stdio.ts";
+import { drainStdio } from "./lib/cli/stdio.ts";
 
-trackStdio();
 const status = await main(process.argv.slice(2));
 await drainStdio();
 process.exit(status);

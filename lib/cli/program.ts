@@ -10,6 +10,7 @@ import { AwreplError, ExitCode, usageError } from "../errors.ts";
 import { SESSION_NAME } from "../paths.ts";
 import type { CliContext } from "./context.ts";
 import { type RunArgs, parseFastRun, runCommand } from "./run.ts";
+import { trackStdio, writeStream } from "./stdio.ts";
 import { version } from "../../package.json";
 
 export const VERSION: string = version;
@@ -82,6 +83,8 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
       const ctx = await makeContext(() => fast.session, env);
       return await runCommand(fast.run, ctx);
     }
+    // Off the fast path, commander and the supervisor commands write through process.stdout/stderr.
+    trackStdio();
     return await runProgram(argv, env);
   } catch (err) {
     return reportError(err);
@@ -91,7 +94,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
 /** One line on stderr for anything that stops a command; the exit status it maps to. */
 export function reportError(err: unknown): number {
   if (err instanceof AwreplError) {
-    process.stderr.write(`awrepl: ${oneLine(err.message)}\n`);
+    void writeStream("stderr", `awrepl: ${oneLine(err.message)}\n`);
     return err.exitCode;
   }
   const message = err instanceof Error ? err.message : String(err);
@@ -99,8 +102,8 @@ export function reportError(err: unknown): number {
   // the environment, said as the OS said it; anything else is a bug of awrepl's.
   const errno = (err as NodeJS.ErrnoException | undefined)?.code;
   const kind = typeof errno === "string" && /^E[A-Z]+$/.test(errno) ? "" : "internal error: ";
-  process.stderr.write(`awrepl: ${kind}${oneLine(message)}\n`);
-  if (err instanceof Error && err.stack && process.env.AWREPL_DEBUG) process.stderr.write(`${err.stack}\n`);
+  void writeStream("stderr", `awrepl: ${kind}${oneLine(message)}\n`);
+  if (err instanceof Error && err.stack && process.env.AWREPL_DEBUG) void writeStream("stderr", `${err.stack}\n`);
   return ExitCode.internal;
 }
 

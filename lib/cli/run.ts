@@ -97,7 +97,8 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
 
     if (args.json) await writeStream("stdout", renderJson(result));
     else {
-      const color = useColor(process.stderr.isTTY, ctx.env);
+      // Only a failure is coloured; process.stderr is not touched otherwise (building it costs ms).
+      const color = result.status !== "ok" && useColor(process.stderr.isTTY, ctx.env);
       await writeRendered(renderText(result, { traceback: args.traceback, color, echoed: live?.echoed }));
     }
     return exitCodeFor(result);
