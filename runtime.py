@@ -2028,38 +2028,128 @@ def _find_callee(e, qual):
 
 SNAPSHOT_FORMAT = 1
 _NEVER_RESTORE = frozenset(["In", "Out", "get_ipython"])
+# A __main__ global reference in a protocol-4/5 pickle: the module name as a SHORT_BINUNICODE. The
+# first use of any string in a stream is written out in full (later ones may be memo references),
+# so a stream without these bytes refers to nothing defined in a cell.
+_MAIN_REF = b"\x8c\x08__main__"
+# Names the snapshot filter drops that a saved function may still call (a `_helper`, `asyncio`):
+# saved beside the names as support, restored only where the namespace lacks them.
+_SUPPORT_SKIP = frozenset(["_", "In", "Out", "get_ipython", "exit", "quit", "open"])
 
 
-def _serializer():
-    """(name, dumps, loads): dill in recurse mode when importable, else stdlib pickle."""
-    try:
-        import dill
-    except Exception:
-        dill = None
-    if dill is not None:
-        return "dill", lambda v: dill.dumps(v, recurse=True), dill.loads
-    import importlib
-    import io
-    import pickle
+class _Codec(object):
+    """Serialises one value at a time, the cheapest way that restores it right.
 
-    class Pickler(pickle.Pickler):
-        def reducer_override(self, obj):
-            # Modules travel by name: `import json` survives a snapshot without dill.
-            if type(obj) is type(sys):
-                name = getattr(obj, "__name__", None)
-                if name and sys.modules.get(name) is obj and name not in ("__main__", "awrepl"):
-                    return importlib.import_module, (name,)
-            return NotImplemented
+    Plain data goes through the C pickler (dill's pure-Python pickler is ~60x slower). A value
+    whose stream refers to __main__ (functions, classes and instances defined in cells) or that
+    pickle cannot save goes to dill when importable, without recurse mode: a cell function's
+    globals are then saved as a reference to __main__'s dict, so restored into the session's
+    namespace it reads and writes the live globals (recurse mode would give each function a
+    private copy of them, functions in containers included). The global names of every code
+    object dill writes are collected in `needed`, so filtered names they use can be saved too.
+    Without dill, modules are saved by name and cell definitions are refused with a reason.
+    """
 
-    def dumps(v):
+    def __init__(self):
+        import pickle
+        self.pickle = pickle
+        self.needed = set()
+        self._dill = None
+        self._dill_pickler = None
+
+    def dumps(self, v):
+        """(kind, blob) where kind is "pickle" or "dill"; raises what the fallback raises."""
+        pickle = self.pickle
+        try:
+            blob = pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL)
+            if _MAIN_REF not in blob:
+                return "pickle", blob
+        except Exception:
+            pass
+        if self._load_dill():
+            return "dill", self._dumps_dill(v)
+        return "pickle", self._dumps_no_dill(v)
+
+    def _load_dill(self):
+        if self._dill is None:
+            try:
+                import dill
+                self._dill = dill
+            except Exception:
+                self._dill = False
+        return self._dill
+
+    def _dumps_dill(self, v):
+        import io
+        if self._dill_pickler is None:
+            code_type = type(_dill_probe.__code__)
+            needed = self.needed
+
+            class Pickler(self._dill.Pickler):
+                def persistent_id(self, obj):
+                    if type(obj) is code_type:
+                        needed.update(obj.co_names)
+                    return None
+            self._dill_pickler = Pickler
+        buf = io.BytesIO()
+        p = self._dill_pickler(buf, self.pickle.HIGHEST_PROTOCOL, byref=False, recurse=False)
+        p._main = _user_module  # dill's own notion of __main__ is fixed when dill is imported
+        p.dump(v)
+        return buf.getvalue()
+
+    def _dumps_no_dill(self, v):
+        import importlib
+        import io
+        pickle = self.pickle
+
+        class Pickler(pickle.Pickler):
+            def reducer_override(self, obj):
+                # Modules travel by name: `import json` survives a snapshot without dill.
+                if type(obj) is type(sys):
+                    name = getattr(obj, "__name__", None)
+                    if name and sys.modules.get(name) is obj and name not in ("__main__", "awrepl"):
+                        return importlib.import_module, (name,)
+                return NotImplemented
+
         buf = io.BytesIO()
         Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(v)
         blob = buf.getvalue()
-        if b"\x8c\x08__main__" in blob:
+        if _MAIN_REF in blob:
             # pickle saves functions and classes by name only; a new worker would not find them.
             raise TypeError("pickle cannot save functions or classes defined in cells (dill can)")
         return blob
-    return "pickle", dumps, pickle.loads
+
+    def loader(self, kind):
+        """The loads for `kind`, or None when it is dill and dill is not importable."""
+        if kind != "dill":
+            return self.pickle.loads
+        dill = self._load_dill()
+        if not dill:
+            return None
+
+        def loads(blob):
+            import io
+            u = dill.Unpickler(io.BytesIO(blob))
+            u._main = _user_module  # a function's globals reference resolves to the live namespace
+            return u.load()
+        return loads
+
+
+def _dill_probe():
+    pass
+
+
+def _support_names(needed, taken):
+    """The filtered-out names of the namespace that saved cell code uses (see _SUPPORT_SKIP)."""
+    out = []
+    for k in needed:
+        if k in taken or k not in _ns or k in _SUPPORT_SKIP:
+            continue
+        if k.startswith("__") and k.endswith("__"):
+            continue
+        if k.startswith("_") or k in _SKIP_NAMES:
+            out.append(k)
+    return sorted(out)
 
 
 def _atomic_write(path, data):
@@ -2098,38 +2188,52 @@ def _h_snapshot(r):
     max_bytes = _int_field(r, "max_bytes")
     max_var = _int_field(r, "max_variable_bytes")
     prune = bool(r.msg.get("prune_oversized"))
-    kind, dumps, _ = _serializer()
-    saved, skipped, pruned, blobs = [], [], [], {}
+    codec = _Codec()
+    saved, skipped, pruned, blobs, support, kinds = [], [], [], {}, {}, {}
     total = 0
-    for name in _user_names():
-        r.in_user = True  # user __reduce__ / __getstate__ run here: interruptible
-        try:
-            _checkpoint(r)
-            blob = dumps(_ns[name])
-        except KeyboardInterrupt:
-            raise
-        except BaseException as e:
-            skipped.append({"name": name, "reason": "%s: %s" % (type(e).__name__, _safe_str(e))[:500]})
-            continue
-        finally:
-            r.in_user = False
-        size = len(blob)
-        if max_var is not None and size > max_var:
-            skipped.append({"name": name, "reason": "%d bytes exceeds max_variable_bytes %d" % (size, max_var)})
-            if prune:
-                pruned.append(name)
-            continue
-        if max_bytes is not None and total + size > max_bytes:
-            skipped.append({"name": name, "reason": "%d bytes would exceed max_bytes %d" % (size, max_bytes)})
-            continue
-        blobs[name] = blob
-        saved.append(name)
-        total += size
-    payload = pickle.dumps({"format": SNAPSHOT_FORMAT, "serializer": kind, "names": blobs},
+    pending = _user_names()
+    support_round = False
+    while pending:
+        for name in pending:
+            r.in_user = True  # user __reduce__ / __getstate__ run here: interruptible
+            try:
+                _checkpoint(r)
+                kind, blob = codec.dumps(_ns[name])
+            except KeyboardInterrupt:
+                raise
+            except BaseException as e:
+                skipped.append({"name": name, "reason": "%s: %s" % (type(e).__name__, _safe_str(e))[:500]})
+                continue
+            finally:
+                r.in_user = False
+            size = len(blob)
+            if max_var is not None and size > max_var:
+                skipped.append({"name": name, "reason": "%d bytes exceeds max_variable_bytes %d" % (size, max_var)})
+                if prune and not support_round:
+                    pruned.append(name)
+                continue
+            if max_bytes is not None and total + size > max_bytes:
+                skipped.append({"name": name, "reason": "%d bytes would exceed max_bytes %d" % (size, max_bytes)})
+                continue
+            (support if support_round else blobs)[name] = blob
+            kinds[name] = kind
+            if not support_round:
+                saved.append(name)
+            total += size
+        # Filtered names that saved cell code calls, until none is new (a helper may need another).
+        support_round = True
+        pending = _support_names(codec.needed, set(blobs) | set(support) | set(s["name"] for s in skipped))
+    # Classes first: dill points a restored top-level instance at the namespace's class of that name.
+    order = sorted(blobs, key=lambda n: not isinstance(_ns.get(n), type))
+    blobs = dict((n, blobs[n]) for n in order)
+    kind = "dill" if "dill" in kinds.values() else "pickle"  # what a restore needs
+    payload = pickle.dumps({"format": SNAPSHOT_FORMAT, "serializer": kind, "names": blobs,
+                            "serializers": kinds, "support": support},
                            protocol=pickle.HIGHEST_PROTOCOL)
     manifest = {"version": SNAPSHOT_FORMAT, "savedNames": saved, "skipped": skipped, "pruned": pruned,
                 "bytes": len(payload), "pythonVersion": "%d.%d.%d" % sys.version_info[:3],
-                "timestamp": time.time(), "serializer": kind}
+                "timestamp": time.time(), "serializer": kind, "serializers": kinds,
+                "support": sorted(support)}
     try:
         _atomic_write(path, payload)
     except OSError as e:
@@ -2158,39 +2262,39 @@ def _h_restore(r):
         raise _RequestFailed("cannot read snapshot %s: %s" % (path, e.strerror or e), restored=[], failed=[])
     try:
         payload = pickle.loads(raw)
-        kind = payload["serializer"]
+        default_kind = payload["serializer"]
         blobs = payload["names"]
-        if not isinstance(blobs, dict):
+        kinds = payload.get("serializers") or {}
+        support = payload.get("support") or {}
+        if not isinstance(blobs, dict) or not isinstance(kinds, dict) or not isinstance(support, dict):
             raise ValueError("names is not a mapping")
     except Exception as e:
         raise _RequestFailed("corrupt snapshot %s: %s: %s" % (path, type(e).__name__, _safe_str(e)),
                              restored=[], failed=[])
-    if kind == "dill":
-        try:
-            import dill
-            loads = dill.loads
-        except Exception:
-            loads = None
-    else:
-        loads = pickle.loads
+    codec = _Codec()
     restored, failed = [], []
-    for name in sorted(blobs):
-        if name in _NEVER_RESTORE:
+    # Payload order (classes first); support names only where the namespace has none of its own.
+    items = [(n, b, False) for n, b in blobs.items()] + [(n, b, True) for n, b in support.items()]
+    for name, blob, is_support in items:
+        if name in _NEVER_RESTORE or (is_support and name in _ns):
             continue
+        loads = codec.loader(kinds.get(name, default_kind))
         if loads is None:
             failed.append({"name": name, "reason": "the snapshot was made with dill, which is not importable"})
             continue
         r.in_user = True
         try:
             _checkpoint(r)
-            _ns[name] = loads(blobs[name])
-            restored.append(name)
+            _ns[name] = loads(blob)
+            if not is_support:
+                restored.append(name)
         except KeyboardInterrupt:
             raise
         except BaseException as e:
             failed.append({"name": name, "reason": "%s: %s" % (type(e).__name__, _safe_str(e))[:500]})
         finally:
             r.in_user = False
+    restored.sort()
     return {"restored": restored, "failed": failed}
 
 

@@ -5,7 +5,6 @@ import { existsSync } from "node:fs";
 import { AwreplError } from "./errors.ts";
 import { ensurePrivateDir } from "./paths.ts";
 import type { DoneEvent, NameFailure, RestoreReport, RuntimeRequest } from "./protocol.ts";
-import { relinkCell } from "./relink.ts";
 import {
   defaultSnapshotPath,
   isDefaultSnapshot,
@@ -100,7 +99,6 @@ export class SessionSnapshots {
       // not whoever saw the snapshot, taken when a supervisor stopped) learns they are gone.
       const notSaved = (readManifest(path)?.skipped ?? []).map((s): NameFailure => ({ name: s.name, reason: `not in the snapshot: ${s.reason}` }));
       const restored = done.restored ?? [];
-      if (restored.length > 0) await this.relink(restored);
       return { report: { source: path, restored, failed: [...failed, ...notSaved] } };
     }
     let error = done.reason ?? "no reason given";
@@ -178,15 +176,6 @@ export class SessionSnapshots {
       this.savedFingerprint = null;
       this.autosavedBytes = null;
       this.note(`Autosave after the last cell failed: ${(err as Error).message}`);
-    }
-  }
-
-  /** Points restored cell functions at the live namespace (lib/relink.ts); best effort. */
-  private async relink(names: string[]): Promise<void> {
-    try {
-      await this.request({ type: "execute", code: relinkCell(names) }, false);
-    } catch {
-      // A worker lost here is reported by the next call; the names are restored either way.
     }
   }
 }

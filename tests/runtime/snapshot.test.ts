@@ -81,6 +81,71 @@ describe("snapshot, restore, list_names", () => {
     }
   });
 
+  test("plain data goes through stdlib pickle, cell definitions through dill; restore loads both", async () => {
+    const rt = await Runtime.start();
+    await rt.exec("nums = list(range(1000))\nclass C:\n    pass\nboxed = [C()]\ntry:\n    import dill\n    del dill\n    has_dill = True\nexcept ImportError:\n    has_dill = False");
+    const hasDill = (await rt.exec("has_dill")).result === "True";
+    const { done, path, manifest_path } = await snapshot(rt);
+    const manifest = JSON.parse(readFileSync(manifest_path, "utf8"));
+    expect(manifest.serializers.nums).toBe("pickle");
+    expect(manifest.serializers.has_dill).toBe("pickle");
+    const fresh = await Runtime.start();
+    const r = await fresh.request({ type: "restore", path });
+    if (hasDill) {
+      // An instance of a cell class inside a list refers to __main__: pickle alone would save it by name.
+      expect(manifest.serializers.boxed).toBe("dill");
+      expect(manifest.serializers.C).toBe("dill");
+      expect(manifest.serializer).toBe("dill");
+      expect(r.done.restored).toEqual(["C", "boxed", "has_dill", "nums"]);
+      expect((await fresh.exec("type(boxed[0]).__name__, sum(nums)")).result).toBe("('C', 499500)");
+    } else {
+      expect(manifest.serializer).toBe("pickle");
+      expect((done.skipped as Array<{ name: string }>).map((s) => s.name)).toEqual(["C", "boxed"]);
+      expect(r.done.restored).toEqual(["has_dill", "nums"]);
+      expect((await fresh.exec("sum(nums)")).result).toBe("499500");
+    }
+  });
+
+  test("restored cell functions read and write the live namespace, also from containers, closures and classes", async () => {
+    const rt = await Runtime.start();
+    const hasDill = (await rt.exec("try:\n    import dill\n    True\nexcept ImportError:\n    False")).result === "True";
+    if (!hasDill) return; // without dill, cell functions are skipped (tested above)
+    await rt.exec(
+      [
+        "import asyncio",
+        "x = 1",
+        "def f(): return x",
+        "def bump():\n    global x\n    x += 1\n    return x",
+        "callbacks = {'lam': lambda: x + 100, 'f': f}",
+        "def make():\n    k = 5\n    def inner(): return k + x\n    return inner",
+        "closure = make()",
+        "class P:\n    def get(self): return x\n    @staticmethod\n    def s(): return x\n    @property\n    def prop(self): return x",
+        "p = P()",
+        "def _helper(): return 'helped'",
+        "def uses_helper(): return _helper()",
+        "async def sleeper():\n    await asyncio.sleep(0)\n    return x",
+      ].join("\n"),
+    );
+    const { done, path, manifest_path } = await snapshot(rt);
+    expect(done.skipped).toEqual([]);
+    expect(done.saved).not.toContain("_helper");
+    expect(JSON.parse(readFileSync(manifest_path, "utf8")).support).toEqual(["_helper", "asyncio"]);
+    const fresh = await Runtime.start();
+    const r = await fresh.request({ type: "restore", path });
+    expect(r.done.failed).toEqual([]);
+    await fresh.exec("x = 50");
+    const got = await fresh.exec(
+      "f(), callbacks['lam'](), callbacks['f'](), closure(), p.get(), P.s(), p.prop, isinstance(p, P), uses_helper(), await sleeper()",
+    );
+    expect(got.result).toBe("(50, 150, 50, 55, 50, 50, 50, True, 'helped', 50)");
+    expect((await fresh.exec("bump(), x, callbacks['f'].__globals__ is globals()")).result).toBe("(51, 51, True)");
+    // Support names never replace the namespace's own.
+    const again = await Runtime.start();
+    await again.exec("def _helper(): return 'mine'");
+    await again.request({ type: "restore", path });
+    expect((await again.exec("uses_helper()")).result).toBe("'mine'");
+  });
+
   test("max_variable_bytes with prune_oversized deletes only per-variable offenders; max_bytes skips but keeps", async () => {
     const rt = await Runtime.start();
     await rt.exec("big = 'x' * 100000\na = 'y' * 600\nb = 'z' * 600\nsmall = 1");
