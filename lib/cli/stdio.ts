@@ -5,10 +5,11 @@
 // last one of each stream before exiting.
 //
 // Two ways to write, one order:
-// - writeStream() (run's output, every error line): under Bun, Bun.write to Bun.stdout/Bun.stderr.
+// - writeStream() (run's output, every error line): under Bun, straight to the file descriptor.
 //   Merely touching process.stdout or process.stderr under Bun builds a Node stream, which costs
-//   2.5–4 ms of a ~14 ms warm `awrepl -s s run "1+1"`; Bun.write of the same text costs ~0.05 ms.
-//   Elsewhere (Node), process.stdout/stderr with a callback.
+//   2.5–4 ms of a ~14 ms warm `awrepl -s s run "1+1"`. A write(2) that takes everything at once is
+//   the common case and needs no event-loop turn; what a full pipe (EAGAIN) or a partial write leaves
+//   goes through Bun.write, which waits for the reader. Elsewhere (Node), process.stdout/stderr.
 // - trackStdio() wraps process.stdout/stderr.write for the commands that use the Node streams
 //   (commander's help, the supervisor commands, serve). main() installs it only off the fast path.
 // A write of either kind made while a write of the other kind is still in flight waits for it, so
@@ -16,6 +17,8 @@
 //
 // A reader that goes away (`awrepl run ... | head -1`: EPIPE) is not an error of the cell: later
 // output to that stream is dropped quietly and the exit status stays the command's.
+
+import { writeSync } from "node:fs";
 
 type StreamName = "stdout" | "stderr";
 type Write = (chunk: unknown, encoding?: unknown, callback?: unknown) => boolean;
@@ -91,11 +94,27 @@ export function writeStream(name: StreamName, text: string): Promise<void> {
     target(name).write(text);
     return last[name];
   }
+  let rest: string | Uint8Array = text;
+  if (inFlight.native[name] === 0 && inFlight.node[name] === 0) {
+    const bytes = Buffer.from(text);
+    let n = 0;
+    try {
+      n = writeSync(name === "stdout" ? 1 : 2, bytes);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== "EAGAIN" && code !== "EWOULDBLOCK") {
+        streamFailed(name, err);
+        return last[name];
+      }
+    }
+    if (n >= bytes.length) return last[name];
+    rest = bytes.subarray(n);
+  }
   inFlight.native[name]++;
   const write = (): Promise<void> =>
     closed.has(name)
       ? Promise.resolve()
-      : bun.write(name === "stdout" ? bun.stdout : bun.stderr, text).then(
+      : bun.write(name === "stdout" ? bun.stdout : bun.stderr, rest).then(
           () => {},
           (err: unknown) => streamFailed(name, err),
         );
