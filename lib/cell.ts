@@ -3,6 +3,7 @@
 // state (killed at its deadline, or the worker died), which the result says in so many words.
 import type { DisplayWriter } from "./display.ts";
 import type { OutputCollector, Stream } from "./output.ts";
+import type { RawText } from "./raw_text.ts";
 import type { DisplayItem, DoneEvent, ErrorEvent, ExecResult, ExecStatus } from "./protocol.ts";
 import type { ExecuteOptions } from "./types.ts";
 import { describeExit, type RequestHandlers, type WorkerExit } from "./worker.ts";
@@ -45,6 +46,12 @@ export class CellRecorder implements RequestHandlers {
   output(stream: Stream, text: string): void {
     this.collected.add(stream, text);
     if (this.live.onOutput) callSafely(this.live.onOutput, stream, text);
+  }
+
+  rawOutput(stream: Stream, raw: RawText): void {
+    // Nobody watches live: the text is decoded only if the output limit keeps it.
+    if (!this.live.onOutput) this.collected.addRaw(stream, raw);
+    else this.output(stream, raw.text());
   }
 
   display(data: Record<string, unknown>): void {

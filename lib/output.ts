@@ -2,10 +2,20 @@
 // cell prints. The first half of the limit is kept as the head; the last half rolls as the tail; the
 // middle is counted and dropped. Sizes are UTF-8 bytes; cuts land on character boundaries only, so a
 // kept string never ends or starts inside a multi-byte character.
+//
+// Output can arrive undecoded (addRaw, a RawText from lib/raw_text.ts): once the head is full such a
+// piece is only counted and, if it is still in the tail when the result is made, decoded. The tail
+// drops whole pieces as later ones arrive and cuts inside its first piece only in result(), so a
+// piece passing through is never decoded; it holds at most the tail's limit plus one piece.
+import type { RawText } from "./raw_text.ts";
 
 export type Stream = "stdout" | "stderr";
 
-type TailPiece = { stream: Stream; text: string; bytes: number };
+type TailPiece = { stream: Stream; piece: string | RawText; bytes: number };
+
+function textOf(piece: string | RawText): string {
+  return typeof piece === "string" ? piece : piece.text();
+}
 
 export type CollectedOutput = {
   stdout: string;
@@ -104,8 +114,20 @@ export class OutputCollector {
     this.addTail(stream, text, bytes);
   }
 
-  private addTail(stream: Stream, text: string, bytes: number): void {
+  /** Output not decoded yet: decoded only if it lands in the head or stays in the tail. */
+  addRaw(stream: Stream, raw: RawText): void {
+    if (!this.headFull || raw.bytes >= this.tailLimit) {
+      this.add(stream, raw.text());
+      return;
+    }
+    if (raw.bytes === 0) return;
+    this.totalBytes += raw.bytes;
+    this.addTail(stream, raw, raw.bytes);
+  }
+
+  private addTail(stream: Stream, piece: string | RawText, bytes: number): void {
     if (bytes >= this.tailLimit) {
+      const text = textOf(piece);
       // This piece alone fills the tail: everything before it is dropped.
       for (let i = this.tailStart; i < this.tail.length; i++) {
         const p = this.tail[i] as TailPiece;
@@ -116,27 +138,19 @@ export class OutputCollector {
       this.tailBytes = 0;
       const [suffix, suffixBytes] = utf8Suffix(text, this.tailLimit);
       this.dropped[stream] += bytes - suffixBytes;
-      if (suffixBytes > 0) this.tail.push({ stream, text: suffix, bytes: suffixBytes });
+      if (suffixBytes > 0) this.tail.push({ stream, piece: suffix, bytes: suffixBytes });
       this.tailBytes = suffixBytes;
       return;
     }
-    this.tail.push({ stream, text, bytes });
+    this.tail.push({ stream, piece: typeof piece === "string" ? piece : piece.retain(), bytes });
     this.tailBytes += bytes;
-    // Evict from the front until the tail fits again; the last evicted piece may be cut.
-    while (this.tailBytes > this.tailLimit) {
+    // Drop whole pieces from the front while the rest still fills the tail (see settleTail()).
+    for (;;) {
       const first = this.tail[this.tailStart] as TailPiece;
-      const excess = this.tailBytes - this.tailLimit;
-      if (first.bytes <= excess) {
-        this.dropped[first.stream] += first.bytes;
-        this.tailBytes -= first.bytes;
-        this.tailStart++;
-      } else {
-        const [suffix, suffixBytes] = utf8Suffix(first.text, first.bytes - excess);
-        this.dropped[first.stream] += first.bytes - suffixBytes;
-        this.tailBytes -= first.bytes - suffixBytes;
-        if (suffixBytes === 0) this.tailStart++;
-        else this.tail[this.tailStart] = { stream: first.stream, text: suffix, bytes: suffixBytes };
-      }
+      if (this.tailBytes - first.bytes < this.tailLimit) break;
+      this.dropped[first.stream] += first.bytes;
+      this.tailBytes -= first.bytes;
+      this.tailStart++;
     }
     if (this.tailStart > 64 && this.tailStart * 2 > this.tail.length) {
       this.tail = this.tail.slice(this.tailStart);
@@ -144,16 +158,30 @@ export class OutputCollector {
     }
   }
 
+  /** Cuts the tail's first piece so the tail is exactly within its limit (on a character boundary). */
+  private settleTail(): void {
+    const excess = this.tailBytes - this.tailLimit;
+    if (excess <= 0) return;
+    const first = this.tail[this.tailStart] as TailPiece;
+    const [suffix, suffixBytes] = utf8Suffix(textOf(first.piece), first.bytes - excess);
+    this.dropped[first.stream] += first.bytes - suffixBytes;
+    this.tailBytes -= first.bytes - suffixBytes;
+    if (suffixBytes === 0) this.tailStart++;
+    else this.tail[this.tailStart] = { stream: first.stream, piece: suffix, bytes: suffixBytes };
+  }
+
   get truncatedBytes(): number {
+    this.settleTail();
     return this.dropped.stdout + this.dropped.stderr;
   }
 
   /** The kept text of each stream: head, one marker line if that stream lost bytes, tail. */
   result(): CollectedOutput {
+    this.settleTail();
     const tails: Record<Stream, string[]> = { stdout: [], stderr: [] };
     for (let i = this.tailStart; i < this.tail.length; i++) {
       const p = this.tail[i] as TailPiece;
-      tails[p.stream].push(p.text);
+      tails[p.stream].push(textOf(p.piece));
     }
     const join = (stream: Stream): string => {
       const head = this.head[stream].join("");

@@ -5,12 +5,15 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { AwreplError } from "./errors.ts";
 import type { DoneEvent, ErrorEvent, IdRequest, ReadyEvent, RuntimeEvent } from "./protocol.ts";
+import { type OutputFrame, type RawText, readOutputFrame } from "./raw_text.ts";
 
 export type WorkerState = "starting" | "ready" | "closed" | "dead";
 
 /** Handlers for the events of one request; output with id null goes to the active execute's handlers. */
 export type RequestHandlers = {
   output?(stream: "stdout" | "stderr", text: string): void;
+  /** Output not yet decoded (lib/raw_text.ts); when absent, `output` gets the decoded text. */
+  rawOutput?(stream: "stdout" | "stderr", raw: RawText): void;
   display?(data: Record<string, unknown>): void;
   result?(text: string): void;
   error?(event: ErrorEvent): void;
@@ -247,12 +250,12 @@ export class Worker {
       const line = Buffer.concat(this.partial, this.partialBytes + nl);
       this.partial = [];
       this.partialBytes = 0;
-      this.onLine(line.toString("utf8"));
+      this.onFrame(line);
       start = nl + 1;
       nl = chunk.indexOf(10, start);
     }
     while (nl >= 0) {
-      if (nl > start) this.onLine(chunk.toString("utf8", start, nl));
+      if (nl > start) this.onFrame(chunk.subarray(start, nl));
       start = nl + 1;
       nl = chunk.indexOf(10, start);
     }
@@ -268,6 +271,30 @@ export class Worker {
       this.noise += `[a frame longer than ${MAX_LINE_BYTES} bytes]\n`;
       this.kill();
     }
+  }
+
+  /** One frame's bytes: output frames are read without decoding their text, the rest parsed. */
+  private onFrame(line: Buffer): void {
+    const frame = readOutputFrame(line);
+    if (!frame) {
+      this.onLine(line.toString("utf8"));
+      return;
+    }
+    try {
+      this.dispatchOutput(frame);
+    } catch (err) {
+      this.noise = `${this.noise}[a handler failed on a ${frame.stream} event: ${(err as Error)?.message ?? err}]\n`.slice(-STDERR_KEEP);
+    }
+  }
+
+  private dispatchOutput({ stream, id, raw }: OutputFrame): void {
+    // id null (fd-level output) and ids of finished cells (their background tasks) belong to
+    // whatever runs now.
+    const p = id === null ? this.active : (this.pending.get(id) ?? this.active);
+    const handlers = p?.handlers;
+    if (handlers?.rawOutput) handlers.rawOutput(stream, raw);
+    else if (handlers?.output) handlers.output(stream, raw.text());
+    else this.listeners.onUnclaimedOutput?.(stream, raw.text());
   }
 
   private onLine(line: string): void {

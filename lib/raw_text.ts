@@ -1,0 +1,125 @@
+// A stdout/stderr frame of the runtime read without decoding its text. A cell printing 100 MB sends
+// ~11,000 frames of ~9 KB, and decoding each (UTF-8 to a string, then JSON.parse) was half of the
+// host's CPU time, although the output limit keeps only the first and last few KiB. So the worker
+// recognises output frames by their bytes and hands on a RawText: the exact UTF-8 length of the text
+// (what the output limit counts) without decoding it, and the text itself only when asked.
+//
+// The runtime writes these frames as `{"event":"stdout","id":"7","text":"..."}` (runtime.py
+// _text_frame: the text is the last key). Anything else — another shape, a \uXXXX escape (whose
+// UTF-8 length depends on its neighbours), bytes that are not valid UTF-8 — returns null and goes
+// through JSON.parse as before, so the result is the same either way.
+import { isUtf8 } from "node:buffer";
+
+const OPEN = Buffer.from('{"event":"std');
+const TEXT_KEY = Buffer.from(',"text":"');
+const BACKSLASH = 0x5c;
+const QUOTE = 0x22;
+
+export class RawText {
+  private decoded: string | undefined;
+  private owned = false;
+
+  constructor(
+    /** The JSON string's body: escapes intact, no quotes. */
+    private body: Uint8Array,
+    /** UTF-8 bytes of the decoded text. */
+    readonly bytes: number,
+  ) {}
+
+  /** The decoded text. */
+  text(): string {
+    if (this.decoded === undefined) {
+      const body = Buffer.from(this.body.buffer, this.body.byteOffset, this.body.byteLength).toString("utf8");
+      this.decoded = this.bytes === this.body.byteLength ? body : unescape(body);
+      this.body = EMPTY;
+    }
+    return this.decoded;
+  }
+
+  /** Copies the body out of the chunk it was read in, so keeping it does not keep the chunk. */
+  retain(): this {
+    if (!this.owned && this.decoded === undefined) {
+      this.body = Uint8Array.prototype.slice.call(this.body);
+      this.owned = true;
+    }
+    return this;
+  }
+}
+
+const EMPTY = new Uint8Array(0);
+
+function unescape(body: string): string {
+  try {
+    return JSON.parse(`"${body}"`) as string;
+  } catch {
+    return body; // not valid JSON after all (a runtime bug): the text as it came
+  }
+}
+
+export type OutputFrame = { stream: "stdout" | "stderr"; id: string | null; raw: RawText };
+
+/** `line` (one frame, without its newline) as an output frame, or null when it is not one we can read raw. */
+export function readOutputFrame(line: Uint8Array): OutputFrame | null {
+  const n = line.length;
+  if (n < 40 || line[n - 1] !== 0x7d || line[n - 2] !== QUOTE) return null;
+  for (let i = 0; i < OPEN.length; i++) if (line[i] !== OPEN[i]) return null;
+  // {"event":"stdout","id":
+  const kind = line[13] === 0x6f && line[14] === 0x75 && line[15] === 0x74 ? "stdout" : line[13] === 0x65 && line[14] === 0x72 && line[15] === 0x72 ? "stderr" : null;
+  if (kind === null || line[16] !== QUOTE || line[17] !== 0x2c || !startsWith(line, 18, '"id":')) return null;
+  const idStart = 23;
+  const textKey = Buffer.from(line.buffer, line.byteOffset, n).indexOf(TEXT_KEY, idStart);
+  if (textKey < 0) return null;
+  let id: string | null;
+  if (textKey - idStart === 4 && startsWith(line, idStart, "null")) id = null;
+  else {
+    if (line[idStart] !== QUOTE || line[textKey - 1] !== QUOTE || textKey - idStart < 2) return null;
+    id = "";
+    for (let i = idStart + 1; i < textKey - 1; i++) {
+      const c = line[i] as number;
+      if (c === BACKSLASH || c === QUOTE || c < 0x20 || c > 0x7e) return null;
+      id += String.fromCharCode(c);
+    }
+  }
+  const body = line.subarray(textKey + TEXT_KEY.length, n - 2);
+  const bytes = decodedLength(body);
+  return bytes === null ? null : { stream: kind, id, raw: new RawText(body, bytes) };
+}
+
+/**
+ * UTF-8 length of the text a JSON string body decodes to, or null when that needs decoding (a \u
+ * escape, a raw control character, invalid UTF-8, a dangling backslash).
+ */
+export function decodedLength(body: Uint8Array): number | null {
+  const buf = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  let escapes = 0;
+  let i = buf.indexOf(BACKSLASH);
+  while (i >= 0) {
+    const next = buf[i + 1];
+    // \" \\ \/ \b \f \n \r \t each decode to one byte.
+    if (next !== QUOTE && next !== BACKSLASH && next !== 0x2f && next !== 0x62 && next !== 0x66 && next !== 0x6e && next !== 0x72 && next !== 0x74) return null;
+    escapes++;
+    i = buf.indexOf(BACKSLASH, i + 2);
+  }
+  // An unescaped quote would have ended the string early: not a frame we understand.
+  let q = buf.indexOf(QUOTE);
+  while (q >= 0) {
+    if (!escapedAt(buf, q)) return null;
+    q = buf.indexOf(QUOTE, q + 1);
+  }
+  // (A raw control character cannot occur: the runtime escapes them; JSON.parse in text() would
+  // refuse it, and text() falls back to the bytes as they are.)
+  if (!isUtf8(buf)) return null;
+  return buf.length - escapes;
+}
+
+/** True when the byte at `pos` is preceded by an odd number of backslashes. */
+function escapedAt(buf: Uint8Array, pos: number): boolean {
+  let n = 0;
+  for (let i = pos - 1; i >= 0 && buf[i] === BACKSLASH; i--) n++;
+  return n % 2 === 1;
+}
+
+function startsWith(line: Uint8Array, at: number, ascii: string): boolean {
+  for (let i = 0; i < ascii.length; i++) if (line[at + i] !== ascii.charCodeAt(i)) return false;
+  return true;
+}
