@@ -8,6 +8,11 @@ import type { DisplayItem, DoneEvent, ErrorEvent, ExecResult, ExecStatus } from 
 import type { ExecuteOptions } from "./types.ts";
 import { describeExit, type RequestHandlers, type WorkerExit } from "./worker.ts";
 
+/** Who watches a cell's output live; onRawOutput gets it undecoded (the supervisor forwards it as is). */
+export type LiveOutput = Pick<ExecuteOptions, "onOutput" | "onDisplay"> & {
+  onRawOutput?(stream: Stream, raw: RawText): void;
+};
+
 /** What happened to a cell's request besides its events (set by the timeout and interrupt paths). */
 export type CellFlags = { timedOut: boolean; userInterrupted: boolean; killed: boolean };
 
@@ -40,7 +45,7 @@ export class CellRecorder implements RequestHandlers {
   constructor(
     private readonly collected: OutputCollector,
     private readonly displays: DisplayWriter,
-    private readonly live: Pick<ExecuteOptions, "onOutput" | "onDisplay">,
+    private readonly live: LiveOutput,
   ) {}
 
   output(stream: Stream, text: string): void {
@@ -49,9 +54,13 @@ export class CellRecorder implements RequestHandlers {
   }
 
   rawOutput(stream: Stream, raw: RawText): void {
-    // Nobody watches live: the text is decoded only if the output limit keeps it.
-    if (!this.live.onOutput) this.collected.addRaw(stream, raw);
-    else this.output(stream, raw.text());
+    // Unless a caller wants the text live, it is decoded only if the output limit keeps it.
+    if (this.live.onOutput) {
+      this.output(stream, raw.text());
+      return;
+    }
+    this.collected.addRaw(stream, raw);
+    if (this.live.onRawOutput) callSafely(this.live.onRawOutput, stream, raw);
   }
 
   display(data: Record<string, unknown>): void {

@@ -31,14 +31,23 @@ export class RawText {
     if (this.decoded === undefined) {
       const body = Buffer.from(this.body.buffer, this.body.byteOffset, this.body.byteLength).toString("utf8");
       this.decoded = this.bytes === this.body.byteLength ? body : unescape(body);
-      this.body = EMPTY;
     }
     return this.decoded;
   }
 
+  /** The text as the body of a JSON string (escaped, UTF-8, no quotes): to forward it as it came. */
+  json(): Uint8Array {
+    if (this.body === EMPTY && this.bytes > 0) {
+      const quoted = Buffer.from(JSON.stringify(this.decoded ?? ""));
+      return quoted.subarray(1, quoted.length - 1);
+    }
+    return this.body;
+  }
+
   /** Copies the body out of the chunk it was read in, so keeping it does not keep the chunk. */
   retain(): this {
-    if (!this.owned && this.decoded === undefined) {
+    if (this.decoded !== undefined) this.body = EMPTY; // the text is all it needs now
+    else if (!this.owned) {
       this.body = Uint8Array.prototype.slice.call(this.body);
       this.owned = true;
     }

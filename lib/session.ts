@@ -6,7 +6,7 @@
 // Calls run one at a time in arrival order; interrupt() bypasses the queue.
 import { existsSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { CellRecorder, lostStateNotice, restoredStateNotice } from "./cell.ts";
+import { CellRecorder, type LiveOutput, lostStateNotice, restoredStateNotice } from "./cell.ts";
 import { DisplayWriter } from "./display.ts";
 import { AwreplError } from "./errors.ts";
 import { OutputCollector } from "./output.ts";
@@ -185,7 +185,8 @@ export class ReplSession implements Session {
     };
   }
 
-  execute(code: string, options: ExecuteOptions = {}): Promise<ExecResult> {
+  /** `onRawOutput` (not part of Session) gets live output undecoded: the supervisor forwards it as is. */
+  execute(code: string, options: ExecuteOptions & Pick<LiveOutput, "onRawOutput"> = {}): Promise<ExecResult> {
     if (typeof code !== "string") return Promise.reject(new AwreplError("usage", `Code must be a string, not ${typeof code}`));
     try {
       checkLimits(options);
@@ -478,7 +479,7 @@ export class ReplSession implements Session {
     return call;
   }
 
-  private async runCell(code: string, options: ExecuteOptions): Promise<ExecResult> {
+  private async runCell(code: string, options: ExecuteOptions & Pick<LiveOutput, "onRawOutput">): Promise<ExecResult> {
     const live = this.worker;
     const worker = live !== null && live.state === "ready" && !this.needsRecovery ? live : await this.liveWorker();
     const limits = { timeoutMs: options.timeoutMs ?? this.timeoutMs, graceMs: this.graceMs };

@@ -15,6 +15,7 @@ import { ensurePrivateDir } from "./paths.ts";
 import { forgetClosedSession, persistentSessionOptions, snapshotBeforeStop } from "./persistence.ts";
 import { savedSessionNames } from "./snapshot_store.ts";
 import type { ClientRequest, RequestId, SessionSpec, SupervisorReply } from "./protocol.ts";
+import type { RawText } from "./raw_text.ts";
 import { ReplSession } from "./session.ts";
 import { SpareWorkers } from "./spare.ts";
 import { acquireStartLock } from "./supervisor_lock.ts";
@@ -27,6 +28,8 @@ import { listenSocket, shortSocketDir, wireLines } from "./transport.ts";
 const MAX_REQUEST_BYTES = 64 * 1024 * 1024;
 /** Live output for a client that does not read is dropped past this much unsent data. */
 const MAX_BACKLOG_BYTES = 32 * 1024 * 1024;
+const NEWLINE = Buffer.from("\n");
+const CLOSE_TEXT = Buffer.from('"}');
 /** How often the supervisor checks that its socket is still its own. */
 const SOCKET_CHECK_MS = 10_000;
 
@@ -36,7 +39,8 @@ type Connection = {
   /** Live output bytes dropped because the client read too slowly (reported once it catches up). */
   dropped: number;
   /** Reply lines waiting for this turn's write, and their size. */
-  outbox: string[];
+  /** Reply lines waiting for this turn's write: JSON text, or the bytes of a forwarded output line. */
+  outbox: (string | Uint8Array)[];
   outboxBytes: number;
 };
 
@@ -233,7 +237,8 @@ class Supervisor {
               timeoutMs: request.timeoutMs,
               maxOutputBytes: request.maxOutputBytes,
               signal,
-              onOutput: stream ? (s, text) => this.stream(conn, { type: s, id, text }, text.length) : undefined,
+              // Forwarded as the runtime wrote it: never decoded and re-encoded here.
+              onRawOutput: stream ? (s, raw) => this.streamRaw(conn, s, id, raw) : undefined,
               onDisplay: stream ? (item) => this.stream(conn, { type: "display", id, item }, 0) : undefined,
             });
             result.session = name;
@@ -325,8 +330,12 @@ class Supervisor {
   private reply(conn: Connection, message: SupervisorReply): void {
     const socket = conn.socket;
     if (socket.destroyed || !socket.writable) return;
-    conn.outbox.push(JSON.stringify(message));
-    conn.outboxBytes += conn.outbox[conn.outbox.length - 1]!.length;
+    this.queue(conn, JSON.stringify(message));
+  }
+
+  private queue(conn: Connection, line: string | Uint8Array): void {
+    conn.outbox.push(line);
+    conn.outboxBytes += line.length;
     if (conn.outbox.length === 1) queueMicrotask(() => this.flush(conn));
   }
 
@@ -335,7 +344,32 @@ class Supervisor {
     conn.outbox = [];
     conn.outboxBytes = 0;
     if (lines.length === 0 || conn.socket.destroyed || !conn.socket.writable) return;
-    conn.socket.write(lines.join("\n") + "\n");
+    if (lines.every((l) => typeof l === "string")) {
+      conn.socket.write(lines.join("\n") + "\n");
+      return;
+    }
+    const parts: Uint8Array[] = [];
+    for (const l of lines) parts.push(typeof l === "string" ? Buffer.from(l) : l, NEWLINE);
+    conn.socket.write(Buffer.concat(parts));
+  }
+
+  /** Live output as `{"type":"stdout","id":ID,"text":"..."}`, its text copied from the runtime's frame. */
+  private streamRaw(conn: Connection, type: "stdout" | "stderr", id: RequestId, raw: RawText): void {
+    if (conn.socket.writableLength + conn.outboxBytes > MAX_BACKLOG_BYTES) {
+      conn.dropped += raw.bytes;
+      return;
+    }
+    this.noteDropped(conn, id);
+    const head = Buffer.from(`{"type":"${type}","id":${JSON.stringify(id)},"text":"`);
+    this.queue(conn, Buffer.concat([head, raw.json(), CLOSE_TEXT]));
+  }
+
+  /** Says how much live output a slow client missed, once it reads again. */
+  private noteDropped(conn: Connection, id: RequestId): void {
+    if (conn.dropped === 0) return;
+    const note = `\n[awrepl: ${conn.dropped} bytes of live output not shown: the client read too slowly]\n`;
+    conn.dropped = 0;
+    this.reply(conn, { type: "stderr", id, text: note });
   }
 
   /** Live output: dropped (and counted) while the client has too much unread. */
@@ -344,11 +378,7 @@ class Supervisor {
       conn.dropped += size;
       return;
     }
-    if (conn.dropped > 0 && message.type !== "display") {
-      const note = `\n[awrepl: ${conn.dropped} characters of live output not shown: the client read too slowly]\n`;
-      conn.dropped = 0;
-      this.reply(conn, { type: "stderr", id: (message as { id: RequestId }).id, text: note });
-    }
+    if (message.type !== "display") this.noteDropped(conn, (message as { id: RequestId }).id);
     this.reply(conn, message);
   }
 
