@@ -471,6 +471,52 @@ def _make_stream_class():
     return Stream
 
 
+def _make_print(stream_class):
+    """builtins.print, one write() per call instead of one per argument, separator and end.
+
+    Each write() into a Stream is a Python call (the tag lookup and the batch append), so the
+    builtin's two calls for print(line) cost more than the rest of shipping the line. Only the
+    calls whose outcome cannot differ take this path: the file is a Stream and every argument is
+    an exact str, int or float (whose str() runs no user code, so nothing can print or be
+    interrupted between the parts). Anything else goes to the builtin unchanged, and so does
+    the one failure possible here (an int too long for str()), which then fails as it would.
+    """
+    import builtins
+    builtin_print = builtins.print
+    sys_ = sys
+
+    def print(*args, sep=" ", end="\n", file=None, flush=False):
+        global _bsize
+        f = sys_.stdout if file is None else file
+        if type(f) is not stream_class or type(sep) is not str or type(end) is not str:
+            return builtin_print(*args, sep=sep, end=end, file=file, flush=flush)
+        if len(args) == 1 and type(args[0]) is str:
+            s = args[0] + end
+        else:
+            for a in args:
+                t = type(a)
+                if t is not str and t is not int and t is not float:
+                    return builtin_print(*args, sep=sep, end=end, file=file, flush=flush)
+            try:
+                s = sep.join(map(str, args)) + end
+            except ValueError:  # an int too long for str(): the builtin writes the parts before it
+                return builtin_print(*args, sep=sep, end=end, file=file, flush=flush)
+        cid = _cell_get(None)
+        if cid is _bid and cid is not None and f._chan is _bchan:
+            _bparts.append(s)  # Stream.write's hot path, inlined: it is the other half of the cost
+            _bsize += len(s)
+            if _bsize >= BATCH_BYTES:
+                _flush_batch()
+        else:
+            f.write(s)
+        if flush:
+            f.flush()
+
+    print.__doc__ = builtin_print.__doc__
+    print.__module__ = "builtins"
+    return print
+
+
 def _partial_marker_tail(data, marker):
     """Length of the longest suffix of data that is a proper prefix of marker."""
     n = min(len(marker) - 1, len(data))
@@ -2380,6 +2426,8 @@ def _setup_pumps(pumps):
     Stream = _make_stream_class()
     sys.stdout = Stream("stdout", 1)
     sys.stderr = Stream("stderr", 2)
+    import builtins
+    builtins.print = _make_print(Stream)
 
 
 def _install_namespace():
