@@ -8,6 +8,7 @@ import { SupervisorConnection } from "./client_connection.ts";
 import { connectFast, connectSupervisor, processAlive, stopAndWait } from "./client_start.ts";
 import { AwreplError } from "./errors.ts";
 import { SESSION_NAME } from "./paths.ts";
+import { RawText } from "./raw_text.ts";
 import type { DaemonStatus, ExecResult, InspectInfo, RestoreReport, SessionInfo, SessionSpec, StreamReply } from "./protocol.ts";
 import { type ClientOptions, resolveHome, type SupervisorPaths, supervisorPaths } from "./supervisor_paths.ts";
 import type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, SnapshotReport } from "./types.ts";
@@ -67,13 +68,17 @@ export class RemoteSession implements Session {
     }
   }
 
-  async execute(code: string, options: ExecuteOptions = {}): Promise<ExecResult> {
-    const { onOutput, onDisplay, signal } = options;
+  /** `onRawOutput` (not part of Session) gets live output undecoded, as ReplSession's does. */
+  async execute(code: string, options: ExecuteOptions & { onRawOutput?(stream: "stdout" | "stderr", raw: RawText): void } = {}): Promise<ExecResult> {
+    const { onOutput, onDisplay, onRawOutput, signal } = options;
     signal?.throwIfAborted?.();
     const onStream = (reply: StreamReply) => {
       if (reply.type === "display") onDisplay?.(reply.item);
+      else if (onRawOutput) onRawOutput(reply.type, new RawText(Buffer.from(JSON.stringify(reply.text).slice(1, -1)), Buffer.byteLength(reply.text)));
       else onOutput?.(reply.type, reply.text);
     };
+    // Output read raw goes straight to onRawOutput, or is decoded for onOutput.
+    const onRaw = onRawOutput ?? (onOutput ? (stream: "stdout" | "stderr", raw: RawText) => onOutput(stream, raw.text()) : undefined);
     return this.send(async (conn) => {
       const call = conn.execute(
         {
@@ -82,11 +87,12 @@ export class RemoteSession implements Session {
           code,
           timeoutMs: options.timeoutMs,
           maxOutputBytes: options.maxOutputBytes,
-          stream: Boolean(onOutput || onDisplay),
+          stream: Boolean(onOutput || onDisplay || onRawOutput),
           spec: this.spec,
           known: this.used,
         },
         onStream,
+        onRaw,
       );
       const onAbort = () => conn.notify({ op: "cancel", target: call.id });
       signal?.addEventListener("abort", onAbort, { once: true });

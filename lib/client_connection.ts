@@ -11,6 +11,7 @@ import type {
   SupervisorReply,
 } from "./protocol.ts";
 import { AWREPL_VERSION, buildId, SUPERVISOR_PROTOCOL, type SupervisorPaths } from "./supervisor_paths.ts";
+import { type RawText, readReplyFrame } from "./raw_text.ts";
 import { connectLines, type LineConnection } from "./transport.ts";
 
 /** How long a client waits for the supervisor's hello. */
@@ -20,6 +21,8 @@ type Pending = {
   resolve(value: unknown): void;
   reject(error: Error): void;
   onStream?: (reply: StreamReply) => void;
+  /** Live output undecoded (lib/raw_text.ts); without it, onStream gets the decoded text. */
+  onRawOutput?: (stream: "stdout" | "stderr", raw: RawText) => void;
 };
 
 /** Requests as the caller writes them: the connection adds the id. */
@@ -54,6 +57,7 @@ export class SupervisorConnection {
     try {
       conn.line = await connectLines(paths.socket, {
         onLine: (text) => conn.onLine(text),
+        onLineBytes: (bytes) => conn.onLineBytes(bytes),
         onClose: (error) => conn.onClose(error),
       });
     } catch (err) {
@@ -87,9 +91,13 @@ export class SupervisorConnection {
   }
 
   /** Sends an execute request; stream replies go to `onStream` until the result arrives. */
-  execute(request: Outgoing & { op: "execute" }, onStream?: (reply: StreamReply) => void): Promise<ExecResult> & { id: RequestId } {
+  execute(
+    request: Outgoing & { op: "execute" },
+    onStream?: (reply: StreamReply) => void,
+    onRawOutput?: Pending["onRawOutput"],
+  ): Promise<ExecResult> & { id: RequestId } {
     const id = this.nextId;
-    const promise = this.send(request, onStream) as Promise<ExecResult>;
+    const promise = this.send(request, onStream, onRawOutput) as Promise<ExecResult>;
     return Object.assign(promise, { id });
   }
 
@@ -98,17 +106,28 @@ export class SupervisorConnection {
     this.send(request).catch(() => {});
   }
 
-  private send(request: Outgoing, onStream?: (reply: StreamReply) => void): Promise<unknown> {
+  private send(request: Outgoing, onStream?: (reply: StreamReply) => void, onRawOutput?: Pending["onRawOutput"]): Promise<unknown> {
     if (this.closedError) return Promise.reject(this.closedError);
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject, onStream });
+      this.pending.set(id, { resolve, reject, onStream, onRawOutput });
       this.line?.write(JSON.stringify({ ...request, id }));
     });
   }
 
   close(): void {
     this.line?.close();
+  }
+
+  /** A live-output line, read without decoding its text (a cell printing 100 MB sends 11,000). */
+  private onLineBytes(bytes: Uint8Array): boolean {
+    const frame = readReplyFrame(bytes);
+    if (!frame) return false;
+    const pending = this.pending.get(frame.id);
+    if (!pending) return true; // a reply for a request we gave up on
+    if (pending.onRawOutput) pending.onRawOutput(frame.stream, frame.raw);
+    else pending.onStream?.({ type: frame.stream, id: frame.id, text: frame.raw.text() });
+    return true;
   }
 
   private onLine(text: string): void {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { OutputCollector, type Stream } from "./output.ts";
-import { readOutputFrame } from "./raw_text.ts";
+import { readOutputFrame, readReplyFrame } from "./raw_text.ts";
 
 /** A frame as runtime.py writes it (compact JSON, text last). */
 function frame(stream: Stream, id: string | null, text: string): Buffer {
@@ -32,6 +32,24 @@ describe("readOutputFrame", () => {
     expect(readOutputFrame(bad)).toBeNull();
     // An unescaped quote inside the text is not a frame we understand.
     expect(readOutputFrame(Buffer.from('{"event":"stdout","id":"1","text":"abc"def xxxxxxxxxxxxxxxxxx"}'))).toBeNull();
+  });
+});
+
+describe("readReplyFrame", () => {
+  test("reads the supervisor's live-output replies, numeric or string ids, and nothing else", () => {
+    for (const id of [1, 4711, "req-7"]) {
+      for (const text of ["plain\n", "ünï \"q\" \\ \t 𝄞\n", "x".repeat(3000)]) {
+        const f = readReplyFrame(Buffer.from(JSON.stringify({ type: "stdout", id, text })));
+        expect(f?.stream).toBe("stdout");
+        expect(f?.id).toBe(id);
+        expect(f?.raw.bytes).toBe(Buffer.byteLength(text));
+        expect(f?.raw.text()).toBe(text);
+      }
+    }
+    expect(readReplyFrame(Buffer.from(JSON.stringify({ type: "stderr", id: 2, text: "x".repeat(40) })))?.stream).toBe("stderr");
+    expect(readReplyFrame(Buffer.from(JSON.stringify({ type: "result", id: 2, result: { text: "x".repeat(40) } })))).toBeNull();
+    expect(readReplyFrame(Buffer.from(JSON.stringify({ type: "stdout", id: -2, text: "x".repeat(40) })))).toBeNull();
+    expect(readReplyFrame(Buffer.from(JSON.stringify({ type: "stdout", id: 2, text: "\u0002".repeat(40) })))).toBeNull();
   });
 });
 

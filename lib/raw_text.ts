@@ -67,6 +67,53 @@ function unescape(body: string): string {
 
 export type OutputFrame = { stream: "stdout" | "stderr"; id: string | null; raw: RawText };
 
+const REPLY_OPEN = Buffer.from('{"type":"std');
+
+/**
+ * The supervisor's live-output reply `{"type":"stdout","id":7,"text":"..."}` (lib/supervisor.ts
+ * streamRaw) read the same way, for the client; null for any other line. Ids are numbers or strings.
+ */
+export function readReplyFrame(line: Uint8Array): { stream: "stdout" | "stderr"; id: number | string; raw: RawText } | null {
+  const n = line.length;
+  if (n < 32 || line[n - 1] !== 0x7d || line[n - 2] !== QUOTE) return null;
+  for (let i = 0; i < REPLY_OPEN.length; i++) if (line[i] !== REPLY_OPEN[i]) return null;
+  // {"type":"stdout","id":
+  const kind = line[12] === 0x6f && line[13] === 0x75 && line[14] === 0x74 ? "stdout" : line[12] === 0x65 && line[13] === 0x72 && line[14] === 0x72 ? "stderr" : null;
+  if (kind === null || line[15] !== QUOTE || line[16] !== 0x2c || !startsWith(line, 17, '"id":')) return null;
+  const idStart = 22;
+  const textKey = Buffer.from(line.buffer, line.byteOffset, n).indexOf(TEXT_KEY, idStart);
+  if (textKey <= idStart) return null;
+  let id: number | string;
+  if (line[idStart] === QUOTE) {
+    const s = simpleString(line, idStart, textKey);
+    if (s === null) return null;
+    id = s;
+  } else {
+    let v = 0;
+    for (let i = idStart; i < textKey; i++) {
+      const c = line[i] as number;
+      if (c < 0x30 || c > 0x39 || i - idStart > 15) return null;
+      v = v * 10 + (c - 0x30);
+    }
+    id = v;
+  }
+  const body = line.subarray(textKey + TEXT_KEY.length, n - 2);
+  const bytes = decodedLength(body);
+  return bytes === null ? null : { stream: kind, id, raw: new RawText(body, bytes) };
+}
+
+/** The JSON string in line[start, end) when it is quoted printable ASCII without escapes, else null. */
+function simpleString(line: Uint8Array, start: number, end: number): string | null {
+  if (end - start < 2 || line[start] !== QUOTE || line[end - 1] !== QUOTE) return null;
+  let s = "";
+  for (let i = start + 1; i < end - 1; i++) {
+    const c = line[i] as number;
+    if (c === BACKSLASH || c === QUOTE || c < 0x20 || c > 0x7e) return null;
+    s += String.fromCharCode(c);
+  }
+  return s;
+}
+
 /** `line` (one frame, without its newline) as an output frame, or null when it is not one we can read raw. */
 export function readOutputFrame(line: Uint8Array): OutputFrame | null {
   const n = line.length;
@@ -81,13 +128,8 @@ export function readOutputFrame(line: Uint8Array): OutputFrame | null {
   let id: string | null;
   if (textKey - idStart === 4 && startsWith(line, idStart, "null")) id = null;
   else {
-    if (line[idStart] !== QUOTE || line[textKey - 1] !== QUOTE || textKey - idStart < 2) return null;
-    id = "";
-    for (let i = idStart + 1; i < textKey - 1; i++) {
-      const c = line[i] as number;
-      if (c === BACKSLASH || c === QUOTE || c < 0x20 || c > 0x7e) return null;
-      id += String.fromCharCode(c);
-    }
+    id = simpleString(line, idStart, textKey);
+    if (id === null) return null;
   }
   const body = line.subarray(textKey + TEXT_KEY.length, n - 2);
   const bytes = decodedLength(body);

@@ -63,17 +63,25 @@ export class LineSplitter {
 
   /** Returns the complete lines in `chunk`, or throws a RangeError when a line passes the cap. */
   push(chunk: Uint8Array): (string | null)[] {
-    const lines: (string | null)[] = [];
+    return this.pushBytes(chunk).map((line) => this.decode(line));
+  }
+
+  /**
+   * The complete lines in `chunk` as bytes, not decoded; they may share `chunk`'s memory, so use
+   * them before the next chunk arrives. Throws a RangeError when a line passes the cap.
+   */
+  pushBytes(chunk: Uint8Array): Uint8Array[] {
+    const lines: Uint8Array[] = [];
     let start = 0;
     for (;;) {
       const nl = chunk.indexOf(10, start);
       if (nl < 0) break;
       const piece = chunk.subarray(start, nl);
       if (this.size + piece.length > this.maxBytes) throw new RangeError(`Line longer than ${this.maxBytes} bytes`);
-      if (this.size === 0) lines.push(this.decode(piece));
+      if (this.size === 0) lines.push(piece);
       else {
         this.parts.push(piece);
-        lines.push(this.decode(Buffer.concat(this.parts)));
+        lines.push(Buffer.concat(this.parts));
         this.parts = [];
         this.size = 0;
       }
@@ -92,6 +100,8 @@ export class LineSplitter {
 
 export type LineHandlers = {
   onLine(line: string): void;
+  /** Sees each line's bytes first (valid only during the call); true when it handled the line. */
+  onLineBytes?(line: Uint8Array): boolean;
   /** Called once, when the connection is gone for any reason (error carries why, if known). */
   onClose(error?: Error): void;
 };
@@ -116,6 +126,7 @@ export function connectLines(path: string, handlers: LineHandlers): Promise<Line
 
 async function connectBun(path: string, handlers: LineHandlers): Promise<LineConnection> {
   const splitter = new LineSplitter(CLIENT_MAX_LINE);
+  const decoder = new TextDecoder();
   // Bun's write() may take only part of the data; the rest waits for `drain`.
   let pending: Uint8Array | null = null;
   let closed = false;
@@ -128,15 +139,18 @@ async function connectBun(path: string, handlers: LineHandlers): Promise<LineCon
     unix: path,
     socket: {
       data(_s, chunk) {
-        let lines: (string | null)[];
+        let lines: Uint8Array[];
         try {
-          lines = splitter.push(chunk);
+          lines = splitter.pushBytes(chunk);
         } catch (err) {
           _s.end();
           finish(err as Error);
           return;
         }
-        for (const line of lines) handlers.onLine(line ?? "");
+        for (const line of lines) {
+          if (handlers.onLineBytes?.(line)) continue;
+          handlers.onLine(decoder.decode(line));
+        }
       },
       drain(s) {
         if (!pending) return;

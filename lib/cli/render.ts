@@ -9,6 +9,7 @@
 import { isTextMime } from "../display.ts";
 import { utf8Length, utf8Prefix } from "../output.ts";
 import type { ExecResult, ExecStatus } from "../protocol.ts";
+import type { RawText } from "../raw_text.ts";
 import { writeStream } from "./stdio.ts";
 
 const EXIT_FOR_STATUS: Record<ExecStatus, number> = { ok: 0, error: 1, timeout: 124, interrupted: 130, died: 125 };
@@ -188,6 +189,11 @@ export class LiveEcho {
     private readonly write: (stream: "stdout" | "stderr", text: string) => void,
   ) {
     this.headLeft = Math.ceil(Math.max(0, limit) / 2);
+  }
+
+  /** Output not decoded yet: decoded only while the head has room. */
+  outputRaw(stream: "stdout" | "stderr", raw: RawText): void {
+    if (this.headLeft > 0) this.output(stream, raw.text());
   }
 
   output(stream: "stdout" | "stderr", text: string): void {

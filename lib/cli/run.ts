@@ -7,8 +7,10 @@
 import { ExitCode } from "../errors.ts";
 import { SESSION_NAME } from "../paths.ts";
 import type { ExecResult } from "../protocol.ts";
+import type { RemoteSession } from "../client.ts";
+import type { RawText } from "../raw_text.ts";
 import type { ReplSession } from "../session.ts";
-import type { ExecuteOptions, Session } from "../types.ts";
+import type { ExecuteOptions } from "../types.ts";
 import type { CliContext } from "./context.ts";
 import { readCell } from "./input.ts";
 import { LiveEcho, exitCodeFor, renderJson, renderText, useColor, writeRendered } from "./render.ts";
@@ -65,7 +67,7 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
   };
   process.on("SIGINT", onSigint);
 
-  let session: Session | undefined;
+  let session: ReplSession | RemoteSession | undefined;
   try {
     if (name !== undefined) {
       // How the session is created if it does not exist yet; an existing one keeps its interpreter.
@@ -81,8 +83,9 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
     if (abort.signal.aborted) return ExitCode.interrupted;
 
     const live = args.json ? undefined : new LiveEcho(maxOutputBytes, (stream, text) => void writeStream(stream, text));
-    const execOptions: ExecuteOptions = { timeoutMs, maxOutputBytes, signal: abort.signal };
-    if (live) execOptions.onOutput = (stream, text) => live.output(stream, text);
+    const execOptions: ExecuteOptions & { onRawOutput?(stream: "stdout" | "stderr", raw: RawText): void } = { timeoutMs, maxOutputBytes, signal: abort.signal };
+    // Undecoded: only the head the echo shows is ever decoded, however much the cell prints.
+    if (live) execOptions.onRawOutput = (stream, raw) => live.outputRaw(stream, raw);
     const execution = session.execute(code, execOptions).catch((err: unknown) => {
       if (abandoned) return "gave up" as const; // we closed its worker ourselves
       throw err;
