@@ -49,6 +49,9 @@ export async function runSupervisor(options: ClientOptions = {}): Promise<number
   const home = ensurePrivateDir(resolveHome(options));
   const paths = supervisorPaths(home);
   const log = (line: string) => process.stderr.write(`${new Date().toISOString()} [${process.pid}] ${line}\n`);
+  // The executable starts with a reluctant JIT (scripts/build.ts), right for a short CLI call; a
+  // long-lived supervisor wants the normal one.
+  if (typeof Bun !== "undefined") Bun.unsafe.setJITPolicy?.(1);
 
   const lock = acquireStartLock(paths.lock);
   if (!lock) {

@@ -85,6 +85,8 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     }
     // Off the fast path, commander and the supervisor commands write through process.stdout/stderr.
     trackStdio();
+    // The executable starts with a reluctant JIT (scripts/build.ts); the interactive REPL is long-lived.
+    if (argv.includes("serve") && typeof Bun !== "undefined") Bun.unsafe.setJITPolicy?.(1);
     return await runProgram(argv, env);
   } catch (err) {
     return reportError(err);
