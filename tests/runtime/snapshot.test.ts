@@ -83,12 +83,13 @@ describe("snapshot, restore, list_names", () => {
 
   test("plain data goes through stdlib pickle, cell definitions through dill; restore loads both", async () => {
     const rt = await Runtime.start();
-    await rt.exec("nums = list(range(1000))\nclass C:\n    pass\nboxed = [C()]\ntry:\n    import dill\n    del dill\n    has_dill = True\nexcept ImportError:\n    has_dill = False");
+    await rt.exec("import json\nnums = list(range(1000))\nclass C:\n    pass\nboxed = [C()]\ntry:\n    import dill\n    del dill\n    has_dill = True\nexcept ImportError:\n    has_dill = False");
     const hasDill = (await rt.exec("has_dill")).result === "True";
     const { done, path, manifest_path } = await snapshot(rt);
     const manifest = JSON.parse(readFileSync(manifest_path, "utf8"));
     expect(manifest.serializers.nums).toBe("pickle");
     expect(manifest.serializers.has_dill).toBe("pickle");
+    expect(manifest.serializers.json).toBe("pickle"); // modules by name: restoring them needs no dill
     const fresh = await Runtime.start();
     const r = await fresh.request({ type: "restore", path });
     if (hasDill) {
@@ -96,13 +97,13 @@ describe("snapshot, restore, list_names", () => {
       expect(manifest.serializers.boxed).toBe("dill");
       expect(manifest.serializers.C).toBe("dill");
       expect(manifest.serializer).toBe("dill");
-      expect(r.done.restored).toEqual(["C", "boxed", "has_dill", "nums"]);
-      expect((await fresh.exec("type(boxed[0]).__name__, sum(nums)")).result).toBe("('C', 499500)");
+      expect(r.done.restored).toEqual(["C", "boxed", "has_dill", "json", "nums"]);
+      expect((await fresh.exec("type(boxed[0]).__name__, sum(nums), json.dumps(1)")).result).toBe("('C', 499500, '1')");
     } else {
       expect(manifest.serializer).toBe("pickle");
       expect((done.skipped as Array<{ name: string }>).map((s) => s.name)).toEqual(["C", "boxed"]);
-      expect(r.done.restored).toEqual(["has_dill", "nums"]);
-      expect((await fresh.exec("sum(nums)")).result).toBe("499500");
+      expect(r.done.restored).toEqual(["has_dill", "json", "nums"]);
+      expect((await fresh.exec("sum(nums), json.dumps(1)")).result).toBe("(499500, '1')");
     }
   });
 
