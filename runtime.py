@@ -514,6 +514,7 @@ def _make_print(stream_class):
 
     print.__doc__ = builtin_print.__doc__
     print.__module__ = "builtins"
+    print.__qualname__ = "print"  # pickled by reference, as builtins.print, like the builtin
     return print
 
 

@@ -45,7 +45,8 @@ describe("channels", () => {
       "for c in calls:\n    eval(c)",
       "print('REF' + json.dumps(ref.getvalue()))",
       "if hasattr(sys, 'set_int_max_str_digits'):\n    try:\n        print('a', 10**5000)\n    except ValueError as e:\n        print('too long', type(e).__name__)\nelse:\n    print('a too long ValueError')",
-      "print(print is builtins.print)",
+      "import pickle  # pickled by reference, like the builtin",
+      "print(print is builtins.print, pickle.loads(pickle.dumps(print)) is print)",
     ].join("\n");
     const a = await rt.exec(code);
     expect(a.error).toBeNull();
@@ -53,7 +54,7 @@ describe("channels", () => {
     const ref = JSON.parse(a.stdout.slice(at + 3, a.stdout.indexOf("\n", at))) as string;
     expect(ref).toContain("inner\n");
     expect(a.stdout.slice(0, at)).toBe(ref);
-    expect(a.stdout).toContain("\na too long ValueError\nTrue\n");
+    expect(a.stdout).toContain("\na too long ValueError\nTrue True\n");
   });
 
   test("imports resolve against the working directory, not the runtime's own directory", async () => {
