@@ -81,11 +81,11 @@ describe("OutputCollector.addRaw", () => {
     }
   });
 
-  test("memory stays bounded: a kept piece no longer holds the chunk it was read from", () => {
+  test("a kept piece read from memory the reader reuses (a socket's) is copied first", () => {
     const c = new OutputCollector(1000);
     c.add("stdout", "h".repeat(600));
-    const chunk = frame("stdout", "1", "t".repeat(100));
-    const f = readOutputFrame(chunk);
+    const chunk = Buffer.from(JSON.stringify({ type: "stdout", id: 1, text: "t".repeat(100) }));
+    const f = readReplyFrame(chunk);
     c.addRaw("stdout", f!.raw);
     chunk.fill(0x20); // the reader's buffer is reused
     expect(c.result().stdout.endsWith("t".repeat(100))).toBe(true);

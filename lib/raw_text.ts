@@ -24,12 +24,18 @@ export class RawText {
     private body: Uint8Array,
     /** UTF-8 bytes of the decoded text. */
     readonly bytes: number,
+    /**
+     * The reader may reuse the body's memory (Bun's sockets do), so keeping it needs a copy. A child
+     * process's stdout chunks are the consumer's (Node's contract: Bun carves them from 64 KiB blocks
+     * it never rewrites), and copying each frame was a third of the host's CPU on a 100 MB cell.
+     */
+    private readonly reusedMemory = false,
   ) {}
 
   /** The decoded text. */
   text(): string {
     if (this.decoded === undefined) {
-      const body = Buffer.from(this.body.buffer, this.body.byteOffset, this.body.byteLength).toString("utf8");
+      const body = asBuffer(this.body).toString("utf8");
       this.decoded = this.bytes === this.body.byteLength ? body : unescape(body);
     }
     return this.decoded;
@@ -44,10 +50,13 @@ export class RawText {
     return this.body;
   }
 
-  /** Copies the body out of the chunk it was read in, so keeping it does not keep the chunk. */
+  /**
+   * Makes the piece safe to keep: a copy when the reader may reuse its memory. (Without a copy a
+   * kept piece keeps its chunk's block alive; the output limit's tail spans a few blocks at most.)
+   */
   retain(): this {
     if (this.decoded !== undefined) this.body = EMPTY; // the text is all it needs now
-    else if (!this.owned) {
+    else if (this.reusedMemory && !this.owned) {
       this.body = Uint8Array.prototype.slice.call(this.body);
       this.owned = true;
     }
@@ -81,7 +90,7 @@ export function readReplyFrame(line: Uint8Array): { stream: "stdout" | "stderr";
   const kind = line[12] === 0x6f && line[13] === 0x75 && line[14] === 0x74 ? "stdout" : line[12] === 0x65 && line[13] === 0x72 && line[14] === 0x72 ? "stderr" : null;
   if (kind === null || line[15] !== QUOTE || line[16] !== 0x2c || !startsWith(line, 17, '"id":')) return null;
   const idStart = 22;
-  const textKey = Buffer.from(line.buffer, line.byteOffset, n).indexOf(TEXT_KEY, idStart);
+  const textKey = asBuffer(line).indexOf(TEXT_KEY, idStart);
   if (textKey <= idStart) return null;
   let id: number | string;
   if (line[idStart] === QUOTE) {
@@ -99,7 +108,7 @@ export function readReplyFrame(line: Uint8Array): { stream: "stdout" | "stderr";
   }
   const body = line.subarray(textKey + TEXT_KEY.length, n - 2);
   const bytes = decodedLength(body);
-  return bytes === null ? null : { stream: kind, id, raw: new RawText(body, bytes) };
+  return bytes === null ? null : { stream: kind, id, raw: new RawText(body, bytes, true) };
 }
 
 /** The JSON string in line[start, end) when it is quoted printable ASCII without escapes, else null. */
@@ -123,7 +132,7 @@ export function readOutputFrame(line: Uint8Array): OutputFrame | null {
   const kind = line[13] === 0x6f && line[14] === 0x75 && line[15] === 0x74 ? "stdout" : line[13] === 0x65 && line[14] === 0x72 && line[15] === 0x72 ? "stderr" : null;
   if (kind === null || line[16] !== QUOTE || line[17] !== 0x2c || !startsWith(line, 18, '"id":')) return null;
   const idStart = 23;
-  const textKey = Buffer.from(line.buffer, line.byteOffset, n).indexOf(TEXT_KEY, idStart);
+  const textKey = asBuffer(line).indexOf(TEXT_KEY, idStart);
   if (textKey < 0) return null;
   let id: string | null;
   if (textKey - idStart === 4 && startsWith(line, idStart, "null")) id = null;
@@ -141,7 +150,7 @@ export function readOutputFrame(line: Uint8Array): OutputFrame | null {
  * escape, a raw control character, invalid UTF-8, a dangling backslash).
  */
 export function decodedLength(body: Uint8Array): number | null {
-  const buf = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  const buf = asBuffer(body);
   let escapes = 0;
   let i = buf.indexOf(BACKSLASH);
   while (i >= 0) {
@@ -168,6 +177,11 @@ function escapedAt(buf: Uint8Array, pos: number): boolean {
   let n = 0;
   for (let i = pos - 1; i >= 0 && buf[i] === BACKSLASH; i--) n++;
   return n % 2 === 1;
+}
+
+/** A Buffer view of `bytes` (lines and their pieces are Buffers already: wrapping one costs more than the scan). */
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
 function startsWith(line: Uint8Array, at: number, ascii: string): boolean {
