@@ -1,8 +1,16 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { AwreplError } from "./errors.ts";
-import { chooseCommand, forgetResolvedInterpreters, looksLikePython, resolveInterpreter, shellQuote, splitCommandLine } from "./python.ts";
+import {
+  chooseCommand,
+  forgetResolvedInterpreters,
+  looksLikePython,
+  resolveInterpreter,
+  shellQuote,
+  splitCommandLine,
+  versionSelectors,
+} from "./python.ts";
 import { PYTHON, tempHome } from "./test_support.ts";
 
 let tmp: ReturnType<typeof tempHome>;
@@ -99,6 +107,27 @@ describe("resolveInterpreter", () => {
     forgetResolvedInterpreters();
     const again = await resolveInterpreter({ python: shim, home: tmp.home });
     expect(again.executable).toBe(first.executable as string);
+  });
+
+  test("a shim is asked again when a .python-version it reads changes (pyenv local)", async () => {
+    // A fake pyenv: the shim picks its interpreter from the nearest .python-version.
+    // Version b: a symlink, whose own path is what Python reports as sys.executable.
+    const real = join(tmp.home, "versions", "b", "python3");
+    mkdirSync(join(real, ".."), { recursive: true });
+    symlinkSync(PYTHON, real);
+    const shim = fakeExecutable(
+      join(tmp.home, "shims", "python3"),
+      `#!/bin/sh\nv=$(cat .python-version 2>/dev/null)\n[ "$v" = b ] && exec ${real} "$@"\nexec ${PYTHON} "$@"\n`,
+    );
+    const project = join(tmp.home, "project");
+    mkdirSync(join(project, "sub"), { recursive: true });
+    const before = await resolveInterpreter({ python: shim, home: tmp.home, cwd: project });
+    writeFileSync(join(project, ".python-version"), "b\n");
+    forgetResolvedInterpreters();
+    const after = await resolveInterpreter({ python: shim, home: tmp.home, cwd: project });
+    expect(before.executable).not.toBe(real);
+    expect(after.executable).toBe(real);
+    expect(versionSelectors(shim, join(project, "sub"), {})).toContain("b\n");
   });
 
   test("a changed shim is asked again (the key includes mtime and size)", async () => {

@@ -7,7 +7,7 @@
 // source goes over its stdin.
 import { execFile } from "node:child_process";
 import { closeSync, existsSync, openSync, readFileSync, readSync, renameSync, statSync, writeFileSync } from "node:fs";
-import { basename, delimiter, isAbsolute, join, resolve } from "node:path";
+import { basename, delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { AwreplError } from "./errors.ts";
 import { ensurePrivateDir } from "./paths.ts";
 
@@ -181,8 +181,9 @@ export async function resolveInterpreter(options: ResolveOptions = {}): Promise<
 async function interpreterFacts(file: string, flags: string[], env: NodeJS.ProcessEnv, cwd: string, home?: string): Promise<Facts> {
   const st = statSync(file);
   let key = `${file}\0${Math.trunc(st.mtimeMs)}\0${st.size}\0${flags.join(" ")}`;
-  // A script (a pyenv shim) may pick a different interpreter per directory or PYENV_VERSION.
-  if (isScript(file)) key += `\0${cwd}\0${env.PYENV_VERSION ?? ""}`;
+  // A script (a pyenv shim) may pick a different interpreter per directory, per PYENV_VERSION, or
+  // per the version files pyenv/asdf/mise read: all of them are part of the key.
+  if (isScript(file)) key += `\0${cwd}\0${env.PYENV_VERSION ?? ""}\0${versionSelectors(file, cwd, env)}`;
   const hit = memo.get(key);
   if (hit && existsSync(hit.executable)) return hit;
   const cacheFile = home ? join(home, "runtime", "interpreters.json") : null;
@@ -203,6 +204,34 @@ async function interpreterFacts(file: string, flags: string[], env: NodeJS.Proce
     renameSync(tmp, cacheFile);
   }
   return facts;
+}
+
+/**
+ * What a version manager's shim reads to choose an interpreter: the nearest `.python-version` or
+ * `.tool-versions` from cwd upwards, and pyenv's global `version` file. Their contents go into the
+ * cache key, so `pyenv local 3.9` in a project is seen at once.
+ */
+export function versionSelectors(shim: string, cwd: string, env: NodeJS.ProcessEnv): string {
+  const parts: string[] = [];
+  for (let dir = resolve(cwd); ; dir = dirname(dir)) {
+    const found = [".python-version", ".tool-versions"].map((f) => readSmall(join(dir, f))).filter((t) => t !== null);
+    if (found.length) {
+      parts.push(dir, ...found);
+      break;
+    }
+    if (dirname(dir) === dir) break;
+  }
+  const pyenvRoot = env.PYENV_ROOT ?? (basename(dirname(shim)) === "shims" ? dirname(dirname(shim)) : undefined);
+  if (pyenvRoot) parts.push(readSmall(join(pyenvRoot, "version")) ?? "");
+  return parts.join("\0");
+}
+
+function readSmall(file: string): string | null {
+  try {
+    return readFileSync(file, "utf8").slice(0, 4096);
+  } catch {
+    return null;
+  }
 }
 
 function isScript(file: string): boolean {
