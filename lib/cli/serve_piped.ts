@@ -1,7 +1,8 @@
 // `serve` with stdin not a terminal: no prompts, no banner; each statement runs as soon as its last line
 // has arrived, so a script (or a program feeding lines) sees results as it goes. The runtime's
-// `is_complete` decides where a statement ends; a blank line ends a block as at the interactive prompt,
-// and so does a new unindented statement (a file needs no blank line after a `def`), and end of input.
+// `is_complete` decides where a statement ends, read as Python reads a file: a block ends at the next
+// unindented statement (a file needs no blank line after a `def`, and a blank line followed by more
+// indented lines does not end it), or at end of input.
 import { AwreplError, ExitCode } from "../errors.ts";
 import { systemExit } from "./serve_cell.ts";
 import { isMetaCommand, runMetaCommand } from "./serve_meta.ts";
@@ -17,13 +18,23 @@ export type PipedOptions = {
 /** Clauses that continue the statement above them although they start at column 0. */
 const CONTINUATION = /^(else|elif|except|finally)\b/;
 
+/** A line the tokenizer skips when it tracks indentation: empty, whitespace only, or only a comment. */
+const SKIPPED = /^\s*(#.*)?$/;
+
 /**
- * Splits lines into statements. push() returns the statements its line completed, in order; the
- * caller runs them before pushing the next line.
+ * Splits lines into statements as Python reads a file. push() returns the statements its line
+ * completed, in order; the caller runs them before pushing the next line.
+ *
+ * Inside a statement, blank and comment-only lines decide nothing by themselves: they are held until
+ * the next line that counts. An indented one continues the statement (a class with blank lines between
+ * its methods), and so does a column-0 `else`/`elif`/`except`/`finally`; any other column-0 line ends
+ * it, if it is complete then. End of input (flush()) ends it too.
  */
 export class StatementSplitter {
   readonly #check: (code: string) => Promise<{ status: string }>;
   #lines: string[] = [];
+  /** Blank or comment-only lines after #lines, not yet known to belong to its statement. */
+  #held: string[] = [];
 
   constructor(check: (code: string) => Promise<{ status: string }>) {
     this.#check = check;
@@ -39,14 +50,19 @@ export class StatementSplitter {
     if (this.#lines.length === 0) {
       if (blank) return ready;
       if (isMetaCommand(line)) return [line];
-    } else if (!blank && !/^\s/.test(line) && !CONTINUATION.test(line)) {
-      // A new statement at column 0 ends the block above if that block is complete once ended.
+    } else if (SKIPPED.test(line)) {
+      this.#held.push(blank ? "" : line);
+      return ready;
+    } else if (!/^\s/.test(line) && !CONTINUATION.test(line)) {
+      // A new statement at column 0 ends the one above if that one is complete once ended; the blank
+      // and comment lines between them belong to neither and are dropped.
       if ((await this.#check(`${cellText(this.#lines)}\n`)).status === "complete") {
         ready.push(this.#take());
         if (isMetaCommand(line)) return [...ready, line];
       }
     }
-    this.#lines.push(blank ? "" : line);
+    this.#lines.push(...this.#held, line);
+    this.#held = [];
     if ((await this.#check(cellText(this.#lines))).status !== "incomplete") ready.push(this.#take());
     return ready;
   }
@@ -59,6 +75,7 @@ export class StatementSplitter {
   #take(): string {
     const code = this.#lines.join("\n").replace(/\n+$/, "");
     this.#lines = [];
+    this.#held = [];
     return code;
   }
 }
@@ -66,7 +83,8 @@ export class StatementSplitter {
 /**
  * Runs the statements read from `input`. Exit status: 0 when every cell succeeded, else the status of
  * the first that failed (1 raised, 124 timed out, 125 worker died or awrepl failed, 130 interrupted).
- * Ctrl-C interrupts the running cell and stops reading; the session itself is left alive.
+ * A dead worker or a failure of awrepl's own stops reading, as does Ctrl-C, which interrupts the
+ * running cell; the session itself is left alive.
  */
 export async function servePiped(run: ServeRun, input: AsyncIterable<Buffer | string>, options: PipedOptions): Promise<number> {
   const splitter = new StatementSplitter((code) => completeness(run.session, code));
@@ -96,7 +114,9 @@ export async function servePiped(run: ServeRun, input: AsyncIterable<Buffer | st
       const failed = statusExitCode[result.status];
       if (failed !== ExitCode.ok) {
         exitCode ||= failed;
-        return !options.exitOnError;
+        // After the worker died the next cell would run in a fresh, empty one, where a script's later
+        // cells fail or, worse, quietly compute something else: stop as for a failure of awrepl's own.
+        return result.status !== "died" && !options.exitOnError;
       }
       return true;
     } catch (err) {

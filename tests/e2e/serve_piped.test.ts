@@ -46,6 +46,71 @@ describe("serve with piped stdin", () => {
     expect(r.code).toBe(0);
   }, 60_000);
 
+  test("a blank line inside a function or between a class's methods does not end it", async () => {
+    const f = await serve("def f():\n    a = 1\n\n    return a + 1\nprint(f())\n");
+    expect(f.stderr).toBe("");
+    expect(f.stdout).toBe("2\n");
+    expect(f.code).toBe(0);
+    const c = await serve("class A:\n    def f(self):\n        return 1\n\n    def g(self):\n        return 2\nprint(A().g())\n");
+    expect(c.stderr).toBe("");
+    expect(c.stdout).toBe("2\n");
+    expect(c.code).toBe(0);
+  }, 60_000);
+
+  test("blocks read as in a file: whitespace-only and comment lines, nesting, decorators, a blank line before else", async () => {
+    const script = [
+      "import functools",
+      "def f():",
+      "    a = 1",
+      "    ", // whitespace only
+      "",
+      "# a comment at column 0 inside the body",
+      "    @functools.lru_cache",
+      "    def g():",
+      "        if a:",
+      "",
+      "            return 5",
+      "",
+      "        else:",
+      "            return 0",
+      "",
+      "    return g() + a",
+      "",
+      "if f() == 6:",
+      "    x = 'six'",
+      "",
+      "else:",
+      "    x = 'other'",
+      "x",
+      "data = [",
+      "    1,",
+      "",
+      "]",
+      "data",
+      "# a trailing comment",
+      "",
+    ].join("\n");
+    const r = await serve(script);
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toBe("'six'\n[1]\n");
+    expect(r.code).toBe(0);
+  }, 60_000);
+
+  test("a block at the end of input runs, whatever blank and comment lines follow it", async () => {
+    const r = await serve("def f():\n    return 'end'\n\n    \n# done\n\nprint(f())\nfor i in range(2):\n    print(i)\n\n# done\n");
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toBe("end\n0\n1\n");
+    expect(r.code).toBe(0);
+  }, 60_000);
+
+  test("a worker that died stops the script with 125: later cells would run in an empty fresh worker", async () => {
+    const r = await serve("state = 'kept'\nimport os; os._exit(4)\nprint(state)\n");
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toContain("exited with code 4");
+    expect(r.stderr).not.toContain("NameError");
+    expect(r.code).toBe(125);
+  }, 60_000);
+
   test("a failing cell shows its traceback, the rest still runs, and the exit status is 1", async () => {
     const r = await serve("print('before')\n1 / 0\nprint('after')\n");
     expect(r.stdout).toBe("before\nafter\n");
@@ -95,15 +160,17 @@ describe("serve with piped stdin", () => {
     try {
       child.stdin.write("print('first')\n");
       await waitUntil(() => stdout().includes("first\n"), 20_000, stdout);
-      // A block is held until the line after it shows it has ended.
-      child.stdin.write("for i in range(2):\n    print('loop', i)\n");
+      // A block is held until a line at column 0 shows it has ended: a blank line does not, since more
+      // of the block may follow it.
+      child.stdin.write("for i in range(2):\n    print('loop', i)\n\n");
       await Bun.sleep(500);
       expect(stdout()).toBe("first\n");
-      child.stdin.write("\n");
-      await waitUntil(() => stdout().includes("loop 1\n"), 20_000, stdout);
+      child.stdin.write("print('next')\n");
+      await waitUntil(() => stdout().includes("next\n"), 20_000, stdout);
+      expect(stdout()).toBe("first\nloop 0\nloop 1\nnext\n");
       child.stdin.end("'last'\n");
       expect(await closed).toBe(0);
-      expect(stdout()).toBe("first\nloop 0\nloop 1\n'last'\n");
+      expect(stdout()).toBe("first\nloop 0\nloop 1\nnext\n'last'\n");
     } finally {
       child.kill("SIGKILL");
     }
