@@ -22,13 +22,29 @@ export type { ClientOptions } from "./supervisor_paths.ts";
  */
 export type AttachOptions = SessionOptions & { clientEnv?: NodeJS.ProcessEnv };
 
-export async function attach(name: string, options: AttachOptions = {}): Promise<RemoteSession> {
+export async function attach(name: string, options: AttachOptions = {}, early?: EarlyConnection): Promise<RemoteSession> {
   checkName(name);
   const env = options.clientEnv ?? process.env;
-  const paths = supervisorPaths(resolveHome({ env, home: options.home }));
+  const paths = early?.paths ?? supervisorPaths(resolveHome({ env, home: options.home }));
   // No round trip here: the first call carries the session's spec and creates it if needed.
-  const conn = await connectFast(paths, env);
+  const conn = early ? ((await early.conn) ?? (await connectFast(paths, env))) : await connectFast(paths, env);
   return new RemoteSession(name, conn, sessionSpec(options, env), paths, env);
+}
+
+/** A connection (and its hello) on its way, started before attach() (see connectEarly). */
+export type EarlyConnection = { paths: SupervisorPaths; conn: Promise<SupervisorConnection | null> };
+
+/**
+ * Starts connecting to the supervisor and sends hello, for a later attach(name, options, early) with
+ * the same `home`/`clientEnv`: the CLI reads its cell and config meanwhile, so the connection's set-up
+ * on both sides is off the critical path. Resolves null when no supervisor listens (attach starts one).
+ */
+export function connectEarly(options: Pick<AttachOptions, "home" | "clientEnv"> = {}): EarlyConnection {
+  const env = options.clientEnv ?? process.env;
+  const paths = supervisorPaths(resolveHome({ env, home: options.home }));
+  const conn = SupervisorConnection.connect(paths);
+  conn.catch(() => {}); // reported by attach(), if it is ever called
+  return { paths, conn };
 }
 
 /**

@@ -33,7 +33,15 @@ const EPHEMERAL_ID = "run";
 
 export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number> {
   const name = ctx.session();
-  const code = await readCell({ code: args.code, file: args.file });
+  // A named session: connect (and say hello) now, while the cell and the config are read.
+  const client = name === undefined ? undefined : connectClient(ctx.env);
+  let code: string;
+  try {
+    code = await readCell({ code: args.code, file: args.file });
+  } catch (err) {
+    void client?.then(({ early }) => early.conn.then((c) => c?.close(), () => {}));
+    throw err;
+  }
   const config = ctx.config();
   const timeoutMs = args.timeoutMs ?? config.timeoutMs;
   const maxOutputBytes = args.maxOutputBytes ?? config.maxOutputBytes;
@@ -71,10 +79,10 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
   try {
     if (name !== undefined) {
       // How the session is created if it does not exist yet; an existing one keeps its interpreter.
-      const [{ attach }, { attachOptions }] = await Promise.all([import("../client.ts"), import("./remote.ts")]);
+      const [{ attach, early }, { attachOptions }] = await Promise.all([client as ReturnType<typeof connectClient>, import("./remote.ts")]);
       const options = attachOptions(ctx, args.python);
       if (args.autosave) options.autosave = true;
-      session = await attach(name, options);
+      session = await attach(name, options, early);
     } else {
       const [{ ReplSession }, { stateDir }] = await Promise.all([import("../session.ts"), import("../paths.ts")]);
       const options = { timeoutMs, maxOutputBytes, graceMs: config.graceMs, python, cwd: process.cwd(), home: stateDir(ctx.env) };
@@ -111,6 +119,11 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
     // close() ends an ephemeral worker; for a named session it only detaches (the session stays).
     await session?.close();
   }
+}
+
+async function connectClient(env: NodeJS.ProcessEnv) {
+  const { attach, connectEarly } = await import("../client.ts");
+  return { attach, early: connectEarly({ clientEnv: env }) };
 }
 
 /** The result of an ephemeral cell whose worker was ended because it ignored Ctrl-C. */
