@@ -6,7 +6,7 @@
 import { AwreplError, ExitCode } from "../errors.ts";
 import { systemExit } from "./serve_cell.ts";
 import { isMetaCommand, runMetaCommand } from "./serve_meta.ts";
-import { cellText, completeness, executeCell, reportError, type ServeRun, statusExitCode } from "./serve_run.ts";
+import { cellText, completeness, executeCell, isSkippedLine, reportError, type ServeRun, statusExitCode } from "./serve_run.ts";
 
 export type PipedOptions = {
   /** Stop at the first cell that fails instead of going on with the next (a REPL goes on). */
@@ -17,9 +17,6 @@ export type PipedOptions = {
 
 /** Clauses that continue the statement above them although they start at column 0. */
 const CONTINUATION = /^(else|elif|except|finally)\b/;
-
-/** A line the tokenizer skips when it tracks indentation: empty, whitespace only, or only a comment. */
-const SKIPPED = /^\s*(#.*)?$/;
 
 /**
  * Splits lines into statements as Python reads a file. push() returns the statements its line
@@ -50,7 +47,7 @@ export class StatementSplitter {
     if (this.#lines.length === 0) {
       if (blank) return ready;
       if (isMetaCommand(line)) return [line];
-    } else if (SKIPPED.test(line)) {
+    } else if (isSkippedLine(line)) {
       this.#held.push(blank ? "" : line);
       return ready;
     } else if (!/^\s/.test(line) && !CONTINUATION.test(line)) {

@@ -94,10 +94,22 @@ export class LineReader {
     return true;
   }
 
-  /** The next line already entered (pasted along with the one just read) but not yet read, if any. */
-  peek(): string | undefined {
-    const next = this.#queue[0];
-    return next?.kind === "line" ? next.line : undefined;
+  /**
+   * The first line already entered (pasted along with the one just read) but not yet read for which
+   * `counts` holds, if any. A paste reaches readline in pieces as the terminal passes them on, so when
+   * nothing that counts is queued yet the rest is given `settleMs` to arrive (a person pressing Enter
+   * does not notice the wait). A Ctrl-C or Ctrl-D queued first ends the search.
+   */
+  async peekPasted(counts: (line: string) => boolean, settleMs = 100): Promise<string | undefined> {
+    const deadline = Date.now() + settleMs;
+    for (;;) {
+      for (const next of this.#queue) {
+        if (next.kind !== "line") return undefined;
+        if (counts(next.line)) return next.line;
+      }
+      if (Date.now() >= deadline || this.#closed) return undefined;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
   }
 
   /**

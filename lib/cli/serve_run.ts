@@ -57,6 +57,14 @@ export function cellText(lines: readonly string[]): string {
   return lines.map((line) => `${line}\n`).join("");
 }
 
+/**
+ * A line Python's tokenizer skips when it tracks indentation (empty, whitespace only, or only a
+ * comment): it cannot end a block, only the next line that counts can.
+ */
+export function isSkippedLine(line: string): boolean {
+  return /^\s*(#.*)?$/.test(line);
+}
+
 /** The runtime's verdict on a piece of code; if asking fails, the code is run and the failure shows there. */
 export async function completeness(session: Session, code: string): Promise<{ status: CompletenessStatus; indent: string }> {
   try {

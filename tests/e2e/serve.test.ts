@@ -99,6 +99,35 @@ describe("serve in a terminal", () => {
     expect(screen).not.toContain("Error");
   }, 60_000);
 
+  test("pasted code reads blocks as a file: blank, whitespace-only and comment lines between indented lines", async () => {
+    const pane = serve();
+    await ready(pane, 1);
+    pane.type(
+      [
+        "class Shape:",
+        "    def sides(self):",
+        "        return 4",
+        "",
+        "    def area(self, a):",
+        "        s = a * a",
+        "",
+        "", // two blank lines in a row inside the body
+        "        s = s + 0",
+        "    ", // whitespace only
+        "# a comment at column 0",
+        "        return s",
+        "",
+        "print('area', Shape().area(3), Shape().sides())",
+        "",
+      ].join("\n"),
+    );
+    const screen = await pane.waitFor(/^area 9 4$/m);
+    expect(screen).not.toContain("Error");
+    // One cell, one new prompt (pasted lines are read without prompts of their own).
+    await ready(pane, 2);
+    expect(prompts(pane.screen())).toBe(2);
+  }, 60_000);
+
   test("Tab completes a keyword and a name from the live namespace", async () => {
     const pane = serve();
     await ready(pane, 1);
