@@ -71,6 +71,8 @@ function showHelp(term: Terminal, width: number): void {
   const table = HELP.every(([, what]) => pad + what.length <= width);
   const lines = HELP.flatMap(([cmd, what]) => (table ? [cmd.padEnd(pad) + what] : [cmd, ...wrap(what, width - 2).map((l) => `  ${l}`)]));
   lines.push(...wrap("Ctrl-C interrupts a running cell or clears the line; Tab completes.", width));
+  // The worker's stdin is /dev/null: say so before someone waits on an input() that cannot be answered.
+  lines.push(...wrap("Cells cannot read the keyboard: input() and getpass raise EOFError, breakpoint()/pdb quits at once; assign the values in the cell instead.", width));
   term.out(lines.join("\n") + "\n");
 }
 

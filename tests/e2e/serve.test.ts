@@ -292,6 +292,8 @@ describe("serve in a terminal", () => {
     await pane.waitFor(/^len\s+3$/m);
     pane.enter(":help");
     await pane.waitFor(/^:reset\s+clear the session's namespace$/m);
+    // Cells get end of input on stdin; :help says so (the line may wrap).
+    await pane.waitFor((s) => s.replace(/\n/g, " ").includes("input() and getpass raise EOFError, breakpoint()/pdb quits at once"));
     pane.enter(":reset");
     await pane.waitFor("Namespace cleared.");
     pane.enter("numbers");
