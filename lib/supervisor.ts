@@ -39,8 +39,8 @@ type Connection = {
   /** Live output bytes dropped because the client read too slowly (reported once it catches up). */
   dropped: number;
   /** Reply lines waiting for this turn's write, and their size. */
-  /** Reply lines waiting for this turn's write: JSON text, or the bytes of a forwarded output line. */
-  outbox: (string | Uint8Array)[];
+  /** Reply lines waiting for this turn's write: JSON text, or the pieces of a forwarded output line. */
+  outbox: (string | Uint8Array[])[];
   outboxBytes: number;
 };
 
@@ -333,12 +333,13 @@ class Supervisor {
   private reply(conn: Connection, message: SupervisorReply): void {
     const socket = conn.socket;
     if (socket.destroyed || !socket.writable) return;
-    this.queue(conn, JSON.stringify(message));
+    const line = JSON.stringify(message);
+    this.queue(conn, line, line.length);
   }
 
-  private queue(conn: Connection, line: string | Uint8Array): void {
+  private queue(conn: Connection, line: string | Uint8Array[], bytes: number): void {
     conn.outbox.push(line);
-    conn.outboxBytes += line.length;
+    conn.outboxBytes += bytes;
     if (conn.outbox.length === 1) queueMicrotask(() => this.flush(conn));
   }
 
@@ -351,8 +352,13 @@ class Supervisor {
       conn.socket.write(lines.join("\n") + "\n");
       return;
     }
+    // One copy for the turn's lines, however many output frames they forward.
     const parts: Uint8Array[] = [];
-    for (const l of lines) parts.push(typeof l === "string" ? Buffer.from(l) : l, NEWLINE);
+    for (const l of lines) {
+      if (typeof l === "string") parts.push(Buffer.from(l));
+      else parts.push(...l);
+      parts.push(NEWLINE);
+    }
     conn.socket.write(Buffer.concat(parts));
   }
 
@@ -363,8 +369,10 @@ class Supervisor {
       return;
     }
     this.noteDropped(conn, id);
+    // The pieces are copied once, in flush(), this turn: the text's bytes are still the worker's chunk.
     const head = Buffer.from(`{"type":"${type}","id":${JSON.stringify(id)},"text":"`);
-    this.queue(conn, Buffer.concat([head, raw.json(), CLOSE_TEXT]));
+    const text = raw.json();
+    this.queue(conn, [head, text, CLOSE_TEXT], head.length + text.length + CLOSE_TEXT.length);
   }
 
   /** Says how much live output a slow client missed, once it reads again. */
