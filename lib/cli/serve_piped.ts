@@ -6,7 +6,7 @@
 import { AwreplError, ExitCode } from "../errors.ts";
 import { systemExit } from "./serve_cell.ts";
 import { isMetaCommand, runMetaCommand } from "./serve_meta.ts";
-import { cellText, completeness, executeCell, isSkippedLine, reportError, type ServeRun, statusExitCode } from "./serve_run.ts";
+import { cellText, completeness, continuesBlock, executeCell, isSkippedLine, reportError, type ServeRun, statusExitCode } from "./serve_run.ts";
 
 export type PipedOptions = {
   /** Stop at the first cell that fails instead of going on with the next (a REPL goes on). */
@@ -14,9 +14,6 @@ export type PipedOptions = {
   /** Width used to lay out meta command output. */
   width: number;
 };
-
-/** Clauses that continue the statement above them although they start at column 0. */
-const CONTINUATION = /^(else|elif|except|finally)\b/;
 
 /**
  * Splits lines into statements as Python reads a file. push() returns the statements its line
@@ -50,7 +47,7 @@ export class StatementSplitter {
     } else if (isSkippedLine(line)) {
       this.#held.push(blank ? "" : line);
       return ready;
-    } else if (!/^\s/.test(line) && !CONTINUATION.test(line)) {
+    } else if (!continuesBlock(line)) {
       // A new statement at column 0 ends the one above if that one is complete once ended; the blank
       // and comment lines between them belong to neither and are dropped.
       if ((await this.#check(`${cellText(this.#lines)}\n`)).status === "complete") {

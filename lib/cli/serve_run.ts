@@ -65,6 +65,14 @@ export function isSkippedLine(line: string): boolean {
   return /^\s*(#.*)?$/.test(line);
 }
 
+/**
+ * Whether a line that follows a block (after any skipped lines) belongs to it: an indented line, or a
+ * clause that continues the statement above although it starts at column 0.
+ */
+export function continuesBlock(line: string): boolean {
+  return /^\s/.test(line) || /^(else|elif|except|finally)\b/.test(line);
+}
+
 /** The runtime's verdict on a piece of code; if asking fails, the code is run and the failure shows there. */
 export async function completeness(session: Session, code: string): Promise<{ status: CompletenessStatus; indent: string }> {
   try {

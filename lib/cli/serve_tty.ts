@@ -7,7 +7,7 @@ import { makeCompleter } from "./serve_complete.ts";
 import { isMetaCommand, runMetaCommand } from "./serve_meta.ts";
 import { LineReader } from "./serve_reader.ts";
 import { systemExit } from "./serve_cell.ts";
-import { cellText, completeness, executeCell, isSkippedLine, reportError, type ServeRun } from "./serve_run.ts";
+import { cellText, completeness, continuesBlock, executeCell, isSkippedLine, reportError, type ServeRun } from "./serve_run.ts";
 import { columns, wrap } from "./serve_style.ts";
 
 const PS1 = ">>> ";
@@ -65,9 +65,10 @@ export async function serveTerminal(run: ServeRun, options: TerminalOptions): Pr
         if (outcome === "quit") break;
         continue;
       }
-      // In pasted code an empty line followed by more of the block (the next line that counts is
-      // indented) does not end the block, as in a file: blank and comment-only lines between do not count.
-      if (blank && lines.length > 0 && /^\s/.test((await reader.peekPasted((next) => !isSkippedLine(next))) ?? "")) {
+      // In pasted code an empty line followed by more of the block (the next line that counts is indented,
+      // or an `else:`) does not end the block, as in a file: blank and comment-only lines do not count.
+      const next = blank && lines.length > 0 ? await reader.peekPasted((queued) => !isSkippedLine(queued)) : undefined;
+      if (next !== undefined && continuesBlock(next)) {
         lines.push("");
         continue;
       }

@@ -117,13 +117,19 @@ describe("serve in a terminal", () => {
         "# a comment at column 0",
         "        return s",
         "",
-        "print('area', Shape().area(3), Shape().sides())",
+        "if Shape().sides() == 4:",
+        "    kind = 'square'",
+        "",
+        "else:", // an else after an empty line continues the if, as in a file
+        "    kind = 'other'",
+        "",
+        "print('area', Shape().area(3), Shape().sides(), kind)",
         "",
       ].join("\n"),
     );
-    const screen = await pane.waitFor(/^area 9 4$/m);
+    const screen = await pane.waitFor(/^area 9 4 square$/m);
     expect(screen).not.toContain("Error");
-    // One cell, one new prompt (pasted lines are read without prompts of their own).
+    // Three cells, one new prompt (pasted lines are read without prompts of their own).
     await ready(pane, 2);
     expect(prompts(pane.screen())).toBe(2);
   }, 60_000);
