@@ -28,6 +28,7 @@ describe("readOutputFrame", () => {
     expect(readOutputFrame(Buffer.from(JSON.stringify({ event: "result", id: "1", text: "x".repeat(50) })))).toBeNull();
     expect(readOutputFrame(Buffer.from(JSON.stringify({ event: "stdout", text: "x".repeat(50), id: "1" })))).toBeNull();
     expect(readOutputFrame(Buffer.from(JSON.stringify({ event: "stdout", id: 'a"b', text: "x".repeat(50) })))).toBeNull();
+    expect(readOutputFrame(Buffer.from(JSON.stringify({ event: "stdout", id: 7, text: "x".repeat(50) })))).toBeNull();
     const bad = Buffer.concat([Buffer.from('{"event":"stdout","id":"1","text":"abc'), Buffer.from([0xff, 0xfe]), Buffer.from('xxxxxxxxxxxxxxxxx"}')]);
     expect(readOutputFrame(bad)).toBeNull();
     // An unescaped quote inside the text is not a frame we understand.

@@ -78,20 +78,27 @@ export type OutputFrame = { stream: "stdout" | "stderr"; id: string | null; raw:
 
 const REPLY_OPEN = Buffer.from('{"type":"std');
 
+/** `line` (one frame, without its newline) as an output frame, or null when it is not one we can read raw. */
+export function readOutputFrame(line: Uint8Array): OutputFrame | null {
+  const f = splitFrame(line, OPEN);
+  if (!f) return null;
+  const { idStart, textKey } = f;
+  let id: string | null = null;
+  if (textKey - idStart !== 4 || !startsWith(line, idStart, "null")) {
+    id = simpleString(line, idStart, textKey);
+    if (id === null) return null;
+  }
+  return { stream: f.stream, id, raw: new RawText(f.body, f.bytes) };
+}
+
 /**
  * The supervisor's live-output reply `{"type":"stdout","id":7,"text":"..."}` (lib/supervisor.ts
  * streamRaw) read the same way, for the client; null for any other line. Ids are numbers or strings.
  */
 export function readReplyFrame(line: Uint8Array): { stream: "stdout" | "stderr"; id: number | string; raw: RawText } | null {
-  const n = line.length;
-  if (n < 32 || line[n - 1] !== 0x7d || line[n - 2] !== QUOTE) return null;
-  for (let i = 0; i < REPLY_OPEN.length; i++) if (line[i] !== REPLY_OPEN[i]) return null;
-  // {"type":"stdout","id":
-  const kind = line[12] === 0x6f && line[13] === 0x75 && line[14] === 0x74 ? "stdout" : line[12] === 0x65 && line[13] === 0x72 && line[14] === 0x72 ? "stderr" : null;
-  if (kind === null || line[15] !== QUOTE || line[16] !== 0x2c || !startsWith(line, 17, '"id":')) return null;
-  const idStart = 22;
-  const textKey = asBuffer(line).indexOf(TEXT_KEY, idStart);
-  if (textKey <= idStart) return null;
+  const f = splitFrame(line, REPLY_OPEN);
+  if (!f) return null;
+  const { idStart, textKey } = f;
   let id: number | string;
   if (line[idStart] === QUOTE) {
     const s = simpleString(line, idStart, textKey);
@@ -106,9 +113,29 @@ export function readReplyFrame(line: Uint8Array): { stream: "stdout" | "stderr";
     }
     id = v;
   }
+  // The socket's reader reuses its memory: a kept piece must be copied (RawText.retain).
+  return { stream: f.stream, id, raw: new RawText(f.body, f.bytes, true) };
+}
+
+/**
+ * What both frame shapes share: `<open>out"` or `<open>err"`, then `,"id":ID,"text":"BODY"}` with the
+ * text last. `open` is everything before "out"/"err" (`{"event":"std`, `{"type":"std`).
+ */
+function splitFrame(line: Uint8Array, open: Buffer) {
+  const n = line.length;
+  const k = open.length;
+  if (n < k + 22 || line[n - 1] !== 0x7d || line[n - 2] !== QUOTE) return null;
+  for (let i = 0; i < k; i++) if (line[i] !== open[i]) return null;
+  const out = line[k] === 0x6f && line[k + 1] === 0x75 && line[k + 2] === 0x74;
+  const err = line[k] === 0x65 && line[k + 1] === 0x72 && line[k + 2] === 0x72;
+  if ((!out && !err) || line[k + 3] !== QUOTE || line[k + 4] !== 0x2c || !startsWith(line, k + 5, '"id":')) return null;
+  const idStart = k + 10;
+  const textKey = asBuffer(line).indexOf(TEXT_KEY, idStart);
+  if (textKey <= idStart) return null;
   const body = line.subarray(textKey + TEXT_KEY.length, n - 2);
   const bytes = decodedLength(body);
-  return bytes === null ? null : { stream: kind, id, raw: new RawText(body, bytes, true) };
+  if (bytes === null) return null;
+  return { stream: out ? ("stdout" as const) : ("stderr" as const), idStart, textKey, body, bytes };
 }
 
 /** The JSON string in line[start, end) when it is quoted printable ASCII without escapes, else null. */
@@ -121,28 +148,6 @@ function simpleString(line: Uint8Array, start: number, end: number): string | nu
     s += String.fromCharCode(c);
   }
   return s;
-}
-
-/** `line` (one frame, without its newline) as an output frame, or null when it is not one we can read raw. */
-export function readOutputFrame(line: Uint8Array): OutputFrame | null {
-  const n = line.length;
-  if (n < 40 || line[n - 1] !== 0x7d || line[n - 2] !== QUOTE) return null;
-  for (let i = 0; i < OPEN.length; i++) if (line[i] !== OPEN[i]) return null;
-  // {"event":"stdout","id":
-  const kind = line[13] === 0x6f && line[14] === 0x75 && line[15] === 0x74 ? "stdout" : line[13] === 0x65 && line[14] === 0x72 && line[15] === 0x72 ? "stderr" : null;
-  if (kind === null || line[16] !== QUOTE || line[17] !== 0x2c || !startsWith(line, 18, '"id":')) return null;
-  const idStart = 23;
-  const textKey = asBuffer(line).indexOf(TEXT_KEY, idStart);
-  if (textKey < 0) return null;
-  let id: string | null;
-  if (textKey - idStart === 4 && startsWith(line, idStart, "null")) id = null;
-  else {
-    id = simpleString(line, idStart, textKey);
-    if (id === null) return null;
-  }
-  const body = line.subarray(textKey + TEXT_KEY.length, n - 2);
-  const bytes = decodedLength(body);
-  return bytes === null ? null : { stream: kind, id, raw: new RawText(body, bytes) };
 }
 
 /**
