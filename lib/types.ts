@@ -25,6 +25,8 @@ export type SessionOptions = {
 };
 
 export type ExecuteOptions = {
+  /** The file the code came from (`run -f`): tracebacks name it and `__file__` is set while it runs. */
+  filename?: string;
   timeoutMs?: number;
   maxOutputBytes?: number;
   /** Live output as the cell produces it (before truncation is applied to the result). */
