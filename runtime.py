@@ -58,6 +58,16 @@ whatever runs. Environment: AWREPL_INTERRUPT_FALLBACK=1 forces the no-pthread_ki
 import os
 import sys
 import _thread
+import builtins as _builtins_mod
+
+# The runtime's own builtins: a private copy taken before any user code runs. Every function below
+# resolves len, repr, isinstance, __import__ ... here, so a cell that deletes or replaces a builtin
+# (`del builtins.len`, `builtins.__import__ = None`) changes the user's namespace, not the serving
+# machinery. Functions capture their builtins when they are created: this must precede every def.
+__builtins__ = dict(_builtins_mod.__dict__)
+_os_read = os.read
+_os_write = os.write
+_os_exit = os._exit
 
 PROTOCOL = 3
 CAPABILITIES = ["signatures", "variables", "inspect", "reset", "complete", "is_complete", "snapshot"]
@@ -113,14 +123,14 @@ def _setup_fds():
 
 def _write_all(data):
     try:
-        n = os.write(_proto_fd, data)
+        n = _os_write(_proto_fd, data)
         if n == len(data):
             return
         view = memoryview(data)[n:]
         while view:
-            view = view[os.write(_proto_fd, view):]
+            view = view[_os_write(_proto_fd, view):]
     except BrokenPipeError:
-        os._exit(0)  # the host is gone: nobody reads our frames any more
+        _os_exit(0)  # the host is gone: nobody reads our frames any more
 
 
 # ---------------------------------------------------------------------------------------------
@@ -356,7 +366,7 @@ def _send_forked(obj):
     ev = obj.get("event")
     if ev in ("stdout", "stderr"):
         try:
-            os.write(1 if ev == "stdout" else 2, obj["text"].encode("utf-8", "replace"))
+            _os_write(1 if ev == "stdout" else 2, obj["text"].encode("utf-8", "replace"))
         except OSError:
             pass
 
@@ -481,8 +491,7 @@ def _make_print(stream_class):
     interrupted between the parts). Anything else goes to the builtin unchanged, and so does
     the one failure possible here (an int too long for str()), which then fails as it would.
     """
-    import builtins
-    builtin_print = builtins.print
+    builtin_print = _builtins_mod.print
     sys_ = sys
 
     def print(*args, sep=" ", end="\n", file=None, flush=False):
@@ -543,7 +552,7 @@ def _pump_loop(p):
                 continue
         p.busy = True
         try:
-            data = os.read(rfd, 1 << 16)
+            data = _os_read(rfd, 1 << 16)
         except InterruptedError:
             continue
         except OSError:
@@ -620,7 +629,7 @@ def _fence(pumps, r):
                 continue  # pipe empty and pump idle: everything written so far has shipped
         target = p.seen + 1
         try:
-            os.write(p.wfd, _FENCE)
+            _os_write(p.wfd, _FENCE)
         except OSError:
             continue
         waits.append((p, target))
@@ -864,13 +873,48 @@ def _strip_exc(e, seen=None):
 
 
 def _format_exc(e):
-    import traceback
-    _flush_sources()
     _strip_exc(e)
     try:
-        return traceback.format_exception(type(e), e, e.__traceback__)
-    except Exception:
-        return ["%s: %s\n" % (type(e).__name__, _safe_str(e))]
+        _flush_sources()
+        return _imp("traceback").format_exception(type(e), e, e.__traceback__)
+    except Exception:  # traceback's own code sees the user's builtins: a cell may have broken them
+        return _plain_tb(e)
+
+
+def _plain_tb(e):
+    """The traceback module's layout, without it: frames, their source lines, the message."""
+    lines = []
+    tb = e.__traceback__
+    if tb is not None:
+        lines.append("Traceback (most recent call last):\n")
+    cache = getattr(_mods.get("linecache"), "cache", None)
+    while tb is not None:
+        co = tb.tb_frame.f_code
+        lines.append('  File "%s", line %s, in %s\n' % (co.co_filename, tb.tb_lineno, co.co_name))
+        entry = cache.get(co.co_filename) if type(cache) is dict else None
+        try:
+            src = entry[2][tb.tb_lineno - 1].strip()
+        except Exception:
+            src = ""
+        if src:
+            lines.append("    %s\n" % src)
+        tb = tb.tb_next
+    msg = _safe_str(e)
+    lines.append("%s: %s\n" % (type(e).__name__, msg) if msg else "%s\n" % type(e).__name__)
+    return lines
+
+
+_mods = {}
+
+
+def _imp(name):
+    """A module the runtime uses, imported once and kept: a cell that later sets
+    sys.modules[name] = None (or deletes it) does not take it away from the runtime."""
+    m = _mods.get(name)
+    if m is None:
+        __import__(name)  # the private builtins' __import__: the user's replacement is not seen
+        m = _mods[name] = sys.modules[name]
+    return m
 
 
 def _safe_str(e):
@@ -942,7 +986,7 @@ _pending_sources = []  # cell sources waiting for linecache (importing it costs 
 
 def _register_source(filename, code):
     _pending_sources.append((filename, code))
-    if "linecache" in sys.modules:
+    if "linecache" in _mods or sys.modules.get("linecache") is not None:
         _flush_sources()
 
 
@@ -953,7 +997,10 @@ _sources_bytes = [0]
 
 def _flush_sources(linecache=None):
     if linecache is None:
-        import linecache
+        try:
+            linecache = _imp("linecache")
+        except Exception:  # taken away by a cell before the runtime needed it: sources wait
+            return
     while _pending_sources:
         filename, code = _pending_sources.pop(0)
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
@@ -998,6 +1045,7 @@ class _LinecacheLoader(object):
         module.__loader__ = self._loader
         if module.__spec__ is not None:
             module.__spec__.loader = self._loader
+        _mods["linecache"] = module
         _flush_sources(module)
 
 
@@ -1029,7 +1077,7 @@ def _prepare(code):
             p.needs_loop = "asyncio" in sys.modules or bool(p.tail.co_flags & _CO_COROUTINE) \
                 or _mentions_asyncio(p.tail)
             return p
-    import _ast
+    _ast = _imp("_ast")
     tree = compile(code, fn, "exec", _AST_ONLY | _TLA, dont_inherit=True)
     body = tree.body
     p.tail = None
@@ -1290,8 +1338,6 @@ async def _await_req(r):
 
 
 async def _dispatcher(ev):
-    import _queue
-    import contextvars
     global _first_job
     while True:
         if _first_job is not None:
@@ -1301,11 +1347,11 @@ async def _dispatcher(ev):
         ev.clear()
         try:
             r = _reqq.get_nowait()
-        except _queue.Empty:
+        except _Empty:
             await ev.wait()
             continue
         try:
-            await _dispatch_one(r, contextvars)
+            await _dispatch_one(r, _contextvars)
         except BaseException as e:  # the dispatcher must outlive anything: it is the only one
             if not r.done:
                 r.failed = True
@@ -1433,11 +1479,10 @@ _SKIP_NAMES = frozenset(["awrepl", "rlm", "mcp", "bash", "asyncio", "In", "Out",
 
 
 def _fresh_namespace():
-    import builtins
     ns = _user_module.__dict__
     ns.clear()
     ns.update({"__name__": "__main__", "__doc__": None, "__package__": None, "__spec__": None,
-               "__loader__": None, "__builtins__": builtins})
+               "__loader__": None, "__builtins__": _builtins_mod})
     return ns
 
 
@@ -1559,7 +1604,7 @@ def _reader():
     fd = _req_fd
     while True:
         try:
-            chunk = os.read(fd, 1 << 18)
+            chunk = _os_read(fd, 1 << 18)
         except InterruptedError:
             continue
         except OSError:
@@ -1589,9 +1634,8 @@ def _reader():
                     pass
     # stdin closed: equivalent to shutdown, and the process is gone soon whatever runs.
     _enqueue(_Req({"type": "shutdown"}))
-    import time
-    time.sleep(EOF_GRACE)
-    os._exit(0)
+    _sleep(EOF_GRACE)
+    _os_exit(0)
 
 
 # The stdin watchdog, run as `python -S -I -c _WATCHDOG parent_pid grace`: fd 3 is our stdin, fd 4 a
@@ -1658,16 +1702,22 @@ def _reap_sh():
 # ---------------------------------------------------------------------------------------------
 
 def _short_repr(v, limit=120):
-    import reprlib
-    r = reprlib.Repr()
-    r.maxstring = limit
-    r.maxother = limit
-    r.maxlist = r.maxtuple = r.maxset = r.maxfrozenset = r.maxdeque = r.maxarray = 10
-    r.maxdict = 10
+    """A bounded repr; a failing one (user __repr__, or reprlib meeting builtins a cell broke)
+    becomes a marker, so one bad name never fails a listing."""
     try:
+        r = _imp("reprlib").Repr()
+        r.maxstring = limit
+        r.maxother = limit
+        r.maxlist = r.maxtuple = r.maxset = r.maxfrozenset = r.maxdeque = r.maxarray = 10
+        r.maxdict = 10
         text = r.repr(v)
-    except Exception as e:
-        text = "<repr failed: %s: %s>" % (type(e).__name__, _safe_str(e))
+    except Exception:  # reprlib's code sees the user's builtins; repr here is the runtime's own
+        try:
+            text = repr(v)[:limit + 1]
+        except Exception as e:
+            text = "<repr failed: %s: %s>" % (type(e).__name__, _safe_str(e))
+    if type(text) is not str:
+        text = "<repr failed: %s returned by repr>" % type(text).__name__
     if len(text) > limit:
         text = text[:limit - 3] + "..."
     return text
@@ -1697,7 +1747,7 @@ def _h_variables(r):
 
 def _lookup(name):
     """A dotted name in the namespace (then builtins); no evaluation of arbitrary code."""
-    import builtins
+    builtins = _builtins_mod
     parts = name.split(".")
     head = parts[0]
     if head in _ns:
@@ -1834,7 +1884,7 @@ def _h_complete(r):
     m = re.search(r"[A-Za-z_]\w*$", text)
     if not m:
         return {"matches": []}
-    import builtins
+    builtins = _builtins_mod
     import keyword
     prefix = m.group(0)
     pool = set(_ns) | set(dir(builtins)) | set(keyword.kwlist)
@@ -2046,7 +2096,7 @@ def _remedies(e):
 
 def _find_callee(e, qual):
     """Resolve the called name in the frame that made the call (the innermost one left)."""
-    import builtins
+    builtins = _builtins_mod
     tb = e.__traceback__
     frame = None
     while tb is not None:
@@ -2099,8 +2149,7 @@ class _Codec(object):
     """
 
     def __init__(self):
-        import pickle
-        self.pickle = pickle
+        self.pickle = _imp("pickle")
         self.needed = set()
         self._dill = None
         self._dill_pickler = None
@@ -2218,6 +2267,13 @@ def _atomic_write(path, data):
         raise
 
 
+def _manifest_text(manifest):
+    try:
+        return _imp("json").dumps(manifest, indent=2) + "\n"
+    except Exception:  # the json package taken away by a cell: the runtime's own encoder
+        return _enc(manifest) + "\n"
+
+
 def _int_field(r, key):
     v = r.msg.get(key)
     if v is None:
@@ -2229,9 +2285,7 @@ def _int_field(r, key):
 
 @_handler("snapshot")
 def _h_snapshot(r):
-    import json
-    import pickle
-    import time
+    pickle = _imp("pickle")
     path = r.msg.get("path")
     manifest_path = r.msg.get("manifest_path")
     if not isinstance(path, str) or not path or not isinstance(manifest_path, str) or not manifest_path:
@@ -2283,14 +2337,14 @@ def _h_snapshot(r):
                            protocol=pickle.HIGHEST_PROTOCOL)
     manifest = {"version": SNAPSHOT_FORMAT, "savedNames": saved, "skipped": skipped, "pruned": pruned,
                 "bytes": len(payload), "pythonVersion": "%d.%d.%d" % sys.version_info[:3],
-                "timestamp": time.time(), "serializer": kind, "serializers": kinds,
+                "timestamp": _time(), "serializer": kind, "serializers": kinds,
                 "support": sorted(support)}
     try:
         _atomic_write(path, payload)
     except OSError as e:
         raise _RequestFailed("cannot write snapshot %s: %s" % (path, e.strerror or e))
     try:
-        _atomic_write(manifest_path, (json.dumps(manifest, indent=2) + "\n").encode())
+        _atomic_write(manifest_path, _manifest_text(manifest).encode())
     except OSError as e:
         raise _RequestFailed("cannot write manifest %s: %s" % (manifest_path, e.strerror or e))
     for name in pruned:  # only once everything is on disk
@@ -2300,7 +2354,7 @@ def _h_snapshot(r):
 
 @_handler("restore")
 def _h_restore(r):
-    import pickle
+    pickle = _imp("pickle")
     path = r.msg.get("path")
     if not isinstance(path, str) or not path:
         raise _RequestFailed("restore needs a string 'path'")
@@ -2363,6 +2417,10 @@ _cell_set = None
 _cell_reset = None
 _FENCE = b""
 _signal = None
+_sleep = None
+_time = None
+_Empty = None
+_contextvars = None
 
 
 def _after_fork_in_child():
@@ -2394,10 +2452,15 @@ def main():
 
 def _setup_state():
     global _reqq, _monotonic, _cell_var, _cell_get, _cell_set, _cell_reset, _FENCE, _use_signal
+    global _Empty, _contextvars, _sleep, _time
     import time
     import _queue
     import contextvars
     _monotonic = time.monotonic
+    _sleep = time.sleep
+    _time = time.time
+    _Empty = _queue.Empty
+    _contextvars = contextvars
     _reqq = _queue.SimpleQueue()
     _cell_var = contextvars.ContextVar("awrepl_cell")
     _cell_get = _cell_var.get
@@ -2431,8 +2494,7 @@ def _setup_pumps(pumps):
     Stream = _make_stream_class()
     sys.stdout = Stream("stdout", 1)
     sys.stderr = Stream("stderr", 2)
-    import builtins
-    builtins.print = _make_print(Stream)
+    _builtins_mod.print = _make_print(Stream)
 
 
 def _install_namespace():
@@ -2464,11 +2526,10 @@ def _start_threads(pumps):
 def _next_request():
     """The next request; while none comes for 50 ms, deferred start-up work is done instead:
     none of it is on the path to the first result, all of it makes later requests cheaper."""
-    import _queue
     while _idle_tasks:
         try:
             return _reqq.get(timeout=IDLE_SECONDS)
-        except _queue.Empty:
+        except _Empty:
             task = _idle_tasks.pop(0)
             try:
                 task()
@@ -2478,8 +2539,8 @@ def _next_request():
 
 
 def _warm_imports():
-    import _ast  # noqa: F401  statement cells
-    import traceback  # noqa: F401  the first error, the first interrupt
+    for name in ("_ast", "traceback", "linecache", "reprlib", "io", "pickle"):  # cells, errors, vars, snapshots
+        _imp(name)
     _flush_sources()
 
 
@@ -2532,13 +2593,15 @@ def _exit_process():
             pass
 
     def hard_exit():
-        import time
         _block_sigint()
-        time.sleep(2.0)
-        os._exit(0)
+        _sleep(2.0)
+        _os_exit(0)
     _thread.start_new_thread(hard_exit, ())  # non-daemon user threads must not hold the exit
     sys.exit(0)
 
 
 if __name__ == "__main__":
-    main()
+    # Not main() itself: on 3.9 a frame called from one with the same globals inherits its builtins,
+    # and this module-level frame still has the real ones. exec's frame has other globals, so
+    # main() and everything it calls look up the private __builtins__ above.
+    exec("main()", {"main": main, "__builtins__": __builtins__})
