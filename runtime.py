@@ -1723,6 +1723,18 @@ def _short_repr(v, limit=120):
     return text
 
 
+def _guarded_repr(r, v, limit=120):
+    """_short_repr inside a request: an interrupt aimed at the request ends it (the caller's
+    KeyboardInterrupt), while a KeyboardInterrupt the user's __repr__ raises by itself only marks
+    this one value."""
+    try:
+        return _short_repr(v, limit)
+    except KeyboardInterrupt:
+        if r is None or r.kbi:
+            raise
+        return "<repr failed: KeyboardInterrupt>"
+
+
 def _type_name(v):
     t = type(v)
     mod = getattr(t, "__module__", "builtins")
@@ -1739,7 +1751,7 @@ def _h_variables(r):
         r.in_user = True  # a user __repr__ may run long: interruptible
         try:
             _checkpoint(r)
-            out[name] = "%s: %s" % (_type_name(v), _short_repr(v))
+            out[name] = "%s: %s" % (_type_name(v), _guarded_repr(r, v))
         finally:
             r.in_user = False
     return {"variables": out}
@@ -1788,7 +1800,7 @@ def _h_inspect(r):
 
 
 def _describe(name, obj):
-    info = {"name": name, "type": _type_name(obj), "repr": _short_repr(obj, 2000)}
+    info = {"name": name, "type": _type_name(obj), "repr": _guarded_repr(_active, obj, 2000)}
     doc = getattr(obj, "__doc__", None)
     if isinstance(doc, str) and not isinstance(obj, (str, bytes, int, float, list, dict, tuple, set)):
         info["doc"] = doc.strip()[:2000]

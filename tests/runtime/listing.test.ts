@@ -1,0 +1,57 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { Runtime, closeAll, sleep } from "./harness.ts";
+
+afterEach(closeAll);
+
+const SLOW = "class Slow:\n    def __repr__(self):\n        while True:\n            pass\ns = Slow()\nok = 1";
+
+/** Send `msg`, wait until it is running, interrupt it with `how`; its done must come soon. */
+async function interruptRequest(rt: Runtime, msg: Record<string, unknown>, how: "request" | "signal") {
+  const id = rt.newId(String(msg.type));
+  const start = rt.events.length;
+  rt.send({ ...msg, id });
+  await sleep(300); // the request is inside the endless __repr__ by now (a later interrupt still must work)
+  if (how === "request") rt.send({ type: "interrupt", id });
+  else process.kill(rt.pid, "SIGINT");
+  return rt.waitFor((e) => e.event === "done" && e.id === id, 5_000, start);
+}
+
+describe("variables and inspect run user __repr__", () => {
+  for (const how of ["request", "signal"] as const) {
+    for (const loop of [false, true]) {
+      test(`an endless __repr__: an interrupt (${how}) ends variables and inspect${loop ? " on the event loop" : ""}`, async () => {
+        const rt = await Runtime.start();
+        if (loop) expect((await rt.exec("import asyncio\nawait asyncio.sleep(0)")).done.status).toBe("ok");
+        expect((await rt.exec(SLOW)).done.status).toBe("ok");
+        const v = await interruptRequest(rt, { type: "variables" }, how);
+        expect(v.status).toBe("error");
+        expect(v.reason).toBe("interrupted");
+        expect((await rt.exec("'next'")).result).toBe("'next'");
+        const i = await interruptRequest(rt, { type: "inspect", name: "s" }, how);
+        expect(i.status).toBe("error");
+        expect(i.reason).toBe("interrupted");
+        expect((await rt.exec("ok + 1")).result).toBe("2");
+      });
+    }
+  }
+
+  test("a __repr__ that raises (KeyboardInterrupt included) marks only its own name", async () => {
+    const rt = await Runtime.start();
+    await rt.exec(
+      "class K:\n    def __repr__(self):\n        raise KeyboardInterrupt\n" +
+        "class E:\n    def __repr__(self):\n        raise ValueError('bad repr')\n" +
+        "class N:\n    def __repr__(self):\n        return 5\n" +
+        "k, e, n, fine = K(), E(), N(), [1]",
+    );
+    const v = await rt.request({ type: "variables" });
+    expect(v.done.status).toBe("ok");
+    const vars = v.done.variables as Record<string, string>;
+    expect(vars.k).toBe("K: <repr failed: KeyboardInterrupt>");
+    expect(vars.e).toStartWith("E: <E instance at 0x"); // reprlib's own marker
+    expect(vars.n).toStartWith("N: <N instance at 0x");
+    expect(vars.fine).toBe("list: [1]");
+    const i = await rt.request({ type: "inspect", name: "k" });
+    expect(i.done.status).toBe("ok");
+    expect((i.done.info as Record<string, string>).repr).toBe("<repr failed: KeyboardInterrupt>");
+  });
+});
