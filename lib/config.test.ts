@@ -65,6 +65,12 @@ describe("loadConfig", () => {
     expect(() => loadConfig(setup(`[1]`))).toThrow(/must be a JSON object/);
   });
 
+  test("a duration a timer cannot hold is refused, not left to fire at once", () => {
+    expect(() => loadConfig(setup(`{"idleExitMs": 3000000000}`))).toThrow(/"idleExitMs" .* must be at most 2147483647 ms/);
+    const { cwd, env } = setup();
+    expect(() => loadConfig({ cwd, env: { ...env, AWREPL_TIMEOUT_MS: "3000000000" } })).toThrow(/at most 2147483647 ms/);
+  });
+
   test("a bad number in the environment names the variable and the value", () => {
     const { cwd, env } = setup();
     expect(() => loadConfig({ cwd, env: { ...env, AWREPL_TIMEOUT_MS: "abc" } })).toThrow(

@@ -49,6 +49,10 @@ const numberKeys = [
   "snapshotMaxVariableBytes",
 ] as const;
 
+/** The longest delay a timer takes (2^31 - 1 ms); every duration is checked against it. */
+export const MAX_DELAY_MS = 2_147_483_647;
+const durationKeys = new Set(["timeoutMs", "graceMs", "idleExitMs", "sessionIdleMs"]);
+
 /** Environment variables that set a config key (AWREPL_PYTHON is read by the interpreter resolver too). */
 const envKeys: Record<string, keyof Config> = {
   AWREPL_TIMEOUT_MS: "timeoutMs",
@@ -103,6 +107,10 @@ export function validateConfig(value: unknown, where: string): Partial<Config> {
     if ((numberKeys as readonly string[]).includes(key)) {
       if (typeof v !== "number" || !Number.isFinite(v) || v < 0) {
         throw new AwreplError("usage", `Config key "${key}" in ${where} must be a non-negative number, not ${JSON.stringify(v)}`);
+      }
+      if (durationKeys.has(key) && v > MAX_DELAY_MS) {
+        // Timers clamp longer delays to 1 ms: such a value would fire at once instead of never.
+        throw new AwreplError("usage", `Config key "${key}" in ${where} must be at most ${MAX_DELAY_MS} ms (about 24.8 days; 0 means none), not ${v}`);
       }
       (out as Record<string, unknown>)[key] = v;
     } else if (key === "python") {

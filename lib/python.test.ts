@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { AwreplError } from "./errors.ts";
 import {
   chooseCommand,
+  commandArgv,
   forgetResolvedInterpreters,
   looksLikePython,
   resolveInterpreter,
@@ -128,6 +129,22 @@ describe("resolveInterpreter", () => {
     expect(before.executable).not.toBe(real);
     expect(after.executable).toBe(real);
     expect(versionSelectors(shim, join(project, "sub"), {})).toContain("b\n");
+  });
+
+  test("a path with spaces is one path: a found ./.venv, $VIRTUAL_ENV, or --python naming a file", async () => {
+    const project = join(tmp.home, "My Project");
+    const venvPython = join(project, ".venv", "bin", "python");
+    mkdirSync(join(venvPython, ".."), { recursive: true });
+    symlinkSync(PYTHON, venvPython);
+    const env = { PATH: "/nonexistent" };
+    const found = await resolveInterpreter({ cwd: project, env, home: tmp.home });
+    expect(found.source).toBe(".venv");
+    expect(found.argv).toEqual([venvPython]);
+    const activated = await resolveInterpreter({ cwd: tmp.home, env: { ...env, VIRTUAL_ENV: join(project, ".venv") }, home: tmp.home });
+    expect(activated.argv).toEqual([venvPython]);
+    const given = await resolveInterpreter({ python: venvPython, cwd: tmp.home, env, home: tmp.home });
+    expect(given.argv).toEqual([venvPython]);
+    expect(commandArgv(`${venvPython} -X dev`, tmp.home)).toEqual([join(tmp.home, "My"), "Project/.venv/bin/python", "-X", "dev"]);
   });
 
   test("a changed shim is asked again (the key includes mtime and size)", async () => {

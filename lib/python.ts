@@ -127,6 +127,16 @@ function isExecutableFile(path: string): boolean {
   }
 }
 
+/**
+ * The words of a command line; a value that names an existing executable file as a whole is one
+ * path, spaces and all (`--python "/Users/First Last/.venv/bin/python"`).
+ */
+export function commandArgv(command: string, cwd: string = process.cwd()): string[] {
+  const whole = command.trim();
+  if (/[\\/]/.test(whole) && isExecutableFile(isAbsolute(whole) ? whole : resolve(cwd, whole))) return [whole];
+  return splitCommandLine(command);
+}
+
 /** The command line to use, in DESIGN.md's order, with where it came from. */
 export function chooseCommand(options: ResolveOptions = {}): { command: string; source: string } {
   const env = options.env ?? process.env;
@@ -137,13 +147,14 @@ export function chooseCommand(options: ResolveOptions = {}): { command: string; 
   const bin = process.platform === "win32" ? join("Scripts", "python.exe") : join("bin", "python");
   if (env.VIRTUAL_ENV) {
     const path = join(env.VIRTUAL_ENV, bin);
-    if (isExecutableFile(path)) return { command: path, source: "VIRTUAL_ENV" };
+    if (isExecutableFile(path)) return { command: shellQuote(path), source: "VIRTUAL_ENV" };
   }
+  // Found paths are quoted: a project in "My Project" must not be split into a command line.
   const venv = resolve(cwd, ".venv", bin);
-  if (isExecutableFile(venv)) return { command: venv, source: ".venv" };
+  if (isExecutableFile(venv)) return { command: shellQuote(venv), source: ".venv" };
   for (const name of ["python3", "python"]) {
     const path = findExecutable(name, env, cwd);
-    if (path) return { command: path, source: "PATH" };
+    if (path) return { command: shellQuote(path), source: "PATH" };
   }
   throw new AwreplError(
     "no_interpreter",
@@ -167,7 +178,7 @@ export async function resolveInterpreter(options: ResolveOptions = {}): Promise<
   const env = options.env ?? process.env;
   const cwd = options.cwd ?? process.cwd();
   const { command, source } = chooseCommand(options);
-  const argv = splitCommandLine(command);
+  const argv = commandArgv(command, cwd);
   const first = argv[0] as string;
   if (!looksLikePython(first)) return { command, argv, local: false, source };
   const file = findExecutable(first, env, cwd);
