@@ -2,7 +2,7 @@
 // trailing value, the error, and the status — including the two ways a cell can lose the session's
 // state (killed at its deadline, or the worker died), which the result says in so many words.
 import type { DisplayWriter } from "./display.ts";
-import type { OutputCollector, Stream } from "./output.ts";
+import { capText, type OutputCollector, type Stream } from "./output.ts";
 import type { RawText } from "./raw_text.ts";
 import type { DisplayItem, DoneEvent, ErrorEvent, ExecResult, ExecStatus } from "./protocol.ts";
 import type { ExecuteOptions } from "./types.ts";
@@ -39,8 +39,11 @@ const STATE_LOST = "the session's state was lost. The next call starts a fresh w
 export class CellRecorder implements RequestHandlers {
   private value: string | null = null;
   private failure: ErrorEvent | null = null;
+  private exceptionText = "";
   private readonly items: DisplayItem[] = [];
   private readonly started = performance.now();
+  /** Bytes cut from the value, the exception, the traceback and text display payloads. */
+  private cutBytes = 0;
 
   constructor(
     private readonly collected: OutputCollector,
@@ -65,16 +68,27 @@ export class CellRecorder implements RequestHandlers {
 
   display(data: Record<string, unknown>): void {
     const item = this.displays.item(data);
+    for (const [mime, payload] of Object.entries(item)) item[mime] = this.cap(payload);
     this.items.push(item);
     if (this.live.onDisplay) callSafely(this.live.onDisplay, item);
   }
 
   result(text: string): void {
-    this.value = text;
+    // Cut as it arrives: the host (and a supervisor's client) never holds a huge repr after the cell.
+    this.value = this.cap(text);
+  }
+
+  /** One field on its own under the output limit (head, marker line, tail); what it lost is counted. */
+  private cap(text: string): string {
+    const capped = capText(text, this.collected.limit);
+    this.cutBytes += capped.dropped;
+    return capped.text;
   }
 
   error(event: ErrorEvent): void {
-    this.failure = event;
+    // Cut as it arrives too; the message is kept as the `exception` it becomes.
+    this.exceptionText = this.cap(`${event.ename}: ${event.evalue}`);
+    this.failure = { ...event, evalue: "", traceback: [this.cap(event.traceback.join(""))] };
   }
 
   /** The result of a cell whose `done` arrived. */
@@ -82,7 +96,7 @@ export class CellRecorder implements RequestHandlers {
     const err = this.failure;
     if (err) {
       let status: ExecStatus = "error";
-      let exception = `${err.ename}: ${err.evalue}`;
+      let exception = this.exceptionText;
       if (err.ename === "KeyboardInterrupt" && flags.timedOut) {
         status = "timeout";
         exception = `TimeoutError: The cell exceeded the ${limits.timeoutMs} ms timeout and was interrupted; the session's state is intact`;
@@ -137,8 +151,8 @@ export class CellRecorder implements RequestHandlers {
       exception,
       traceback,
       duration_ms,
-      truncated: out.truncated,
-      truncated_bytes: out.truncated_bytes,
+      truncated: out.truncated || this.cutBytes > 0,
+      truncated_bytes: out.truncated_bytes + this.cutBytes,
       status,
       session,
       display: this.items,

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { OutputCollector, truncationMarker, utf8Length, utf8Prefix, utf8Suffix } from "./output.ts";
+import { capText, OutputCollector, truncationMarker, utf8Length, utf8Prefix, utf8Suffix } from "./output.ts";
 
 /**
  * Checks that `kept` is a head of `written`, one marker line, and a tail of `written`, with exactly the
@@ -168,5 +168,23 @@ describe("cuts of huge texts", () => {
         if (prevChar) expect(sb + utf8Length(prevChar)).toBeGreaterThan(max);
       }
     }
+  });
+});
+
+describe("capText", () => {
+  test("a text within the limit is kept whole", () => {
+    expect(capText("abc", 3)).toEqual({ text: "abc", dropped: 0 });
+    expect(capText("é".repeat(5), 10)).toEqual({ text: "é".repeat(5), dropped: 0 });
+  });
+
+  test("an over-long text keeps head and tail around one marker line, cut on character boundaries", () => {
+    const text = "é".repeat(100); // 200 bytes
+    const capped = capText(text, 11); // head 6 bytes, tail 5 -> 4 bytes (2 characters)
+    expect(capped.dropped).toBe(200 - 6 - 4);
+    expect(capped.text).toBe(`ééé\n${truncationMarker(190)}éé`);
+  });
+
+  test("a head ending in a newline gets no extra line break", () => {
+    expect(capText("ab\ncdefgh", 6)).toEqual({ text: `ab\n${truncationMarker(3)}fgh`, dropped: 3 });
   });
 });

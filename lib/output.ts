@@ -70,6 +70,33 @@ export function utf8Suffix(text: string, maxBytes: number): [string, number] {
   return [buf.toString("utf8", start), buf.length - start];
 }
 
+/** A text under a byte limit on its own (a value, an exception, a display payload): the cut text and the bytes dropped. */
+export type CappedText = { text: string; dropped: number };
+
+/**
+ * `text` cut like a stream: when its UTF-8 encoding is over `limit` bytes, the first half of the limit,
+ * one marker line, and the last half; cuts on character boundaries. A short text (at most 3 bytes per
+ * UTF-16 unit) is returned without being measured.
+ */
+export function capText(text: string, limit: number): CappedText {
+  if (text.length * 3 <= limit) return { text, dropped: 0 };
+  const bytes = utf8Length(text);
+  if (bytes <= limit) return { text, dropped: 0 };
+  const headLimit = Math.ceil(limit / 2);
+  const [head, headBytes] = utf8Prefix(text, headLimit);
+  const [tail, tailBytes] = utf8Suffix(text, limit - headLimit);
+  const dropped = bytes - headBytes - tailBytes;
+  return { text: joinCut(head, dropped, tail), dropped };
+}
+
+/** Head, one marker line for the bytes dropped (none when nothing was), tail. */
+function joinCut(head: string, dropped: number, tail: string): string {
+  if (dropped === 0) return head + tail;
+  // The marker is a line of its own: start it on a fresh line when the head ends mid-line.
+  const sep = head === "" || head.endsWith("\n") ? "" : "\n";
+  return head + sep + truncationMarker(dropped) + tail;
+}
+
 export class OutputCollector {
   readonly limit: number;
   private readonly headLimit: number;
@@ -183,15 +210,7 @@ export class OutputCollector {
       const p = this.tail[i] as TailPiece;
       tails[p.stream].push(textOf(p.piece));
     }
-    const join = (stream: Stream): string => {
-      const head = this.head[stream].join("");
-      const tail = tails[stream].join("");
-      const dropped = this.dropped[stream];
-      if (dropped === 0) return head + tail;
-      // The marker is a line of its own: start it on a fresh line when the head ends mid-line.
-      const sep = head === "" || head.endsWith("\n") ? "" : "\n";
-      return head + sep + truncationMarker(dropped) + tail;
-    };
+    const join = (stream: Stream): string => joinCut(this.head[stream].join(""), this.dropped[stream], tails[stream].join(""));
     const truncated_bytes = this.truncatedBytes;
     return { stdout: join("stdout"), stderr: join("stderr"), truncated: truncated_bytes > 0, truncated_bytes };
   }

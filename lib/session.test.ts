@@ -255,6 +255,34 @@ describe("output", () => {
     expect(Buffer.byteLength(r.stdout)).toBeLessThan(1100);
   });
 
+  test("a 100 MB trailing value is cut to the output limit and counted", async () => {
+    const s = await start({ maxOutputBytes: 1000 });
+    const r = await s.execute("'y' * 10**8");
+    const marker = truncationMarker(10 ** 8 + 2 - 1000);
+    expect(r.value).toBe(`'${"y".repeat(499)}\n${marker}${"y".repeat(499)}'`);
+    expect(r.truncated).toBe(true);
+    expect(r.truncated_bytes).toBe(10 ** 8 + 2 - 1000);
+    const small = await s.execute("'y' * 10", { maxOutputBytes: 20 });
+    expect(small.value).toBe(`'${"y".repeat(10)}'`);
+    expect(small.truncated).toBe(false);
+  }, 60_000);
+
+  test("a huge exception message, its traceback and text display data are each cut; truncated_bytes sums them", async () => {
+    const s = await start({ maxOutputBytes: 100 });
+    const r = await s.execute("raise ValueError('e' * 10**6)");
+    expect(r.status).toBe("error");
+    expect(r.exception?.startsWith("ValueError: eee")).toBe(true);
+    expect(r.exception).toContain(" bytes truncated] ...\n");
+    expect(Buffer.byteLength(r.exception ?? "")).toBeLessThan(100 + 40);
+    expect(Buffer.byteLength(r.traceback)).toBeLessThan(100 + 40);
+    expect(r.truncated).toBe(true);
+    expect(r.truncated_bytes).toBeGreaterThan(2 * (10 ** 6 - 100));
+    const d = await s.execute("import awrepl\nawrepl.emit({'text/plain': 'z' * 10**6})");
+    const text = d.display[0]?.["text/plain"] ?? "";
+    expect(text).toBe(`${"z".repeat(50)}\n${truncationMarker(10 ** 6 - 100)}${"z".repeat(50)}`);
+    expect(d.truncated_bytes).toBe(10 ** 6 - 100);
+  }, 60_000);
+
   test("onOutput sees live output before the result", async () => {
     const s = await start();
     const seen = { stdout: "", stderr: "" };

@@ -176,7 +176,7 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
     .option("--json", "print exactly one JSON object: the ExecResult")
     .option("--traceback", "show every traceback frame (default: the failing cell line and the error)")
     .addOption(new Option("--timeout <ms>", "per-cell timeout in ms, 0 = none (default 30000)").argParser(count("milliseconds")))
-    .addOption(new Option("--max-output <bytes>", "stdout+stderr kept per cell (default 65536)").argParser(count("bytes")))
+    .addOption(new Option("--max-output <bytes>", "bytes kept per cell of stdout+stderr, and of the value, the exception and the traceback each (default 65536)").argParser(count("bytes")))
     .option("--autosave", "with --session: snapshot after every cell that changes the namespace, so a timeout kill loses only that cell")
     .addHelpText("after", RUN_EXAMPLES)
     .action(async (code: string | undefined, opts: { file?: string; json?: boolean; traceback?: boolean; timeout?: number; maxOutput?: number; autosave?: boolean }) => {

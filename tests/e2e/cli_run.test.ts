@@ -178,6 +178,30 @@ describe("awrepl run: large output", () => {
   30_000);
 });
 
+describe("awrepl run: a huge value or exception is cut like output", () => {
+  test("'y' * 10**8 as the last line: value within the limit, truncated, exact count (JSON and text, ephemeral and named)", () =>
+    withHome(async (home) => {
+      const dropped = 10 ** 8 + 2 - 1000;
+      for (const session of [[], ["-s", "big"]]) {
+        const json = await run([...session, "run", "--json", "--max-output", "1000", "'y' * 10**8"], { home });
+        expect(json.code).toBe(0);
+        const result = JSON.parse(json.stdout);
+        expect(result.value).toBe(`'${"y".repeat(499)}\n... [${dropped} bytes truncated] ...\n${"y".repeat(499)}'`);
+        expect(result.truncated).toBe(true);
+        expect(result.truncated_bytes).toBe(dropped);
+      }
+      const text = await run(["run", "--max-output", "1000", "'y' * 10**8"], { home });
+      expect(text.code).toBe(0);
+      expect(text.stdout.length).toBeLessThan(1100);
+      expect(text.stdout).toContain(`[${dropped} bytes truncated]`);
+      const error = await run(["run", "--json", "--max-output", "1000", "raise ValueError('e' * 10**7)"], { home });
+      expect(error.code).toBe(1);
+      expect(error.stdout.length).toBeLessThan(4000);
+      expect(JSON.parse(error.stdout).truncated).toBe(true);
+    }),
+  120_000);
+});
+
 describe("awrepl run: the reader goes away", () => {
   test("a closed stdout (`| head -1`) is not a crash: no EPIPE trace, the cell's exit status", () =>
     withHome(async (home) => {
