@@ -2265,10 +2265,17 @@ def _support_names(needed, taken):
 
 
 def _atomic_write(path, data):
+    """Write a temp file beside path, then rename it over path. Created 0600: a snapshot holds the
+    session's variables (tokens, data), and a path the user names may be in a shared directory."""
     d = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(d, ".%s.%d.tmp" % (os.path.basename(path), os.getpid()))
     try:
-        with open(tmp, "wb") as f:
+        try:
+            os.unlink(tmp)  # a killed writer's leftover: O_EXCL below must create a fresh 0600 file
+        except FileNotFoundError:
+            pass
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+        with open(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
     except BaseException:
@@ -2277,6 +2284,30 @@ def _atomic_write(path, data):
         except OSError:
             pass
         raise
+
+
+_MANIFEST_KEYS = ("version", "savedNames", "timestamp")
+MANIFEST_MAX_BYTES = 16 << 20
+
+
+def _check_manifest_target(path):
+    """Refuse to replace a file at manifest_path that is not an awrepl manifest: the manifest
+    name is derived from the snapshot's (x.pkl -> x.json), so it may be a file of the user's."""
+    if not os.path.lexists(path):
+        return
+    refuse = "refusing to overwrite %s: it exists and is not an awrepl snapshot manifest " \
+             "(move it away or snapshot to another path)" % path
+    if not os.path.isfile(path) or os.path.getsize(path) > MANIFEST_MAX_BYTES:
+        raise _RequestFailed(refuse)
+    try:
+        with open(path, "rb") as f:
+            m = _loads(f.read().decode("utf-8"))
+    except OSError as e:
+        raise _RequestFailed("cannot read the existing manifest %s: %s" % (path, e.strerror or e))
+    except ValueError:  # not UTF-8, not JSON
+        raise _RequestFailed(refuse)
+    if not isinstance(m, dict) or not all(k in m for k in _MANIFEST_KEYS):
+        raise _RequestFailed(refuse)
 
 
 def _manifest_text(manifest):
@@ -2304,6 +2335,7 @@ def _h_snapshot(r):
         raise _RequestFailed("snapshot needs string 'path' and 'manifest_path'")
     max_bytes = _int_field(r, "max_bytes")
     max_var = _int_field(r, "max_variable_bytes")
+    _check_manifest_target(manifest_path)  # before anything is written
     prune = bool(r.msg.get("prune_oversized"))
     codec = _Codec()
     saved, skipped, pruned, blobs, support, kinds = [], [], [], {}, {}, {}
