@@ -255,8 +255,8 @@ function checkName(name: string): void {
 }
 
 /**
- * What the supervisor needs to create the session as if this process had: its directory, and its
- * interpreter choice ($VIRTUAL_ENV, ./.venv) resolved here because the supervisor's environment
+ * What the supervisor needs to create the session as if this process had: its directory, its
+ * environment, and its interpreter choice ($VIRTUAL_ENV, ./.venv) resolved here because the supervisor's environment
  * and directory are someone else's.
  */
 function sessionSpec(options: SessionOptions, env: NodeJS.ProcessEnv): SessionSpec {
@@ -264,12 +264,23 @@ function sessionSpec(options: SessionOptions, env: NodeJS.ProcessEnv): SessionSp
   return {
     python: options.python ?? env.AWREPL_PYTHON ?? localPython(cwd, env),
     cwd,
-    env: options.env,
+    // The whole environment, as an ephemeral run gets it: the supervisor's is whoever started it.
+    env: { ...callerEnv(env), ...options.env },
     timeoutMs: options.timeoutMs,
     maxOutputBytes: options.maxOutputBytes,
     graceMs: options.graceMs,
     autosave: options.autosave,
   };
+}
+
+/**
+ * The caller's environment for a session it creates, minus awrepl's own settings (AWREPL_*: the
+ * session, home, interpreter and limits of this call, not of the code the session runs).
+ */
+export function callerEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && !k.startsWith("AWREPL_")) out[k] = v;
+  return out;
 }
 
 function localPython(cwd: string, env: NodeJS.ProcessEnv): string | undefined {

@@ -299,7 +299,7 @@ class Supervisor {
       ...persistentSessionOptions(this.config, spec.autosave),
       python: spec.python ?? this.config.python,
       cwd: spec.cwd,
-      env: spec.env,
+      env: spec.env && exactEnv(spec.env, this.paths.home),
       timeoutMs: spec.timeoutMs ?? this.config.timeoutMs,
       maxOutputBytes: spec.maxOutputBytes ?? this.config.maxOutputBytes,
       graceMs: spec.graceMs ?? this.config.graceMs,
@@ -455,6 +455,18 @@ class Supervisor {
     })();
     return this.stopping;
   }
+}
+
+/**
+ * A worker environment of exactly `env` (the creating client's) rather than `env` over the
+ * supervisor's own: ReplSession merges over process.env, so every variable of ours that the client
+ * lacks is masked (spawn skips undefined values). AWREPL_HOME stays: `awrepl` run from a cell reaches
+ * this state directory.
+ */
+function exactEnv(env: Record<string, string>, home: string): Record<string, string> {
+  const masked: Record<string, string | undefined> = {};
+  for (const k of Object.keys(process.env)) masked[k] = undefined;
+  return { ...masked, ...env, AWREPL_HOME: home } as Record<string, string>;
 }
 
 function readConfig(env: NodeJS.ProcessEnv, home: string, log: (line: string) => void): Config {

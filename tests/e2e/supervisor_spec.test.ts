@@ -1,0 +1,63 @@
+// How a supervisor-held session is made, end to end through the binary: with the environment of the
+// call that creates it (not of whoever started the supervisor), and, once stopped and restored from
+// its snapshot, with the interpreter, directory and environment it was created with.
+import { afterEach, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { cleanupHome, makeHome, run } from "./helpers.ts";
+
+const homes: string[] = [];
+const dirs: string[] = [];
+function home(): string {
+  const h = makeHome();
+  homes.push(h);
+  return h;
+}
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), "awrepl-spec-"));
+  dirs.push(d);
+  return d;
+}
+
+afterEach(async () => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  const errors: string[] = [];
+  for (const h of homes.splice(0)) {
+    try {
+      await cleanupHome(h);
+    } catch (err) {
+      errors.push((err as Error).message);
+    }
+  }
+  if (errors.length) throw new Error(errors.join("\n"));
+});
+
+describe("a new session's environment is its creator's", () => {
+  test("two callers with different FOO create two sessions; each sees its own; PYTHONPATH works for imports", async () => {
+    const h = home();
+    const mod = tempDir();
+    writeFileSync(join(mod, "awrepl_spec_mod.py"), "V = 17\n");
+    // This call starts the supervisor, with FOO=first and a variable nobody else has.
+    const a = await run(["-s", "a", "run", "import os; os.environ.get('FOO'), os.environ.get('ONLY_STARTER')"], {
+      home: h,
+      env: { FOO: "first", ONLY_STARTER: "yes" },
+    });
+    expect(a.stdout).toBe("('first', 'yes')\n");
+    const b = await run(["-s", "b", "run", "import os; os.environ.get('FOO'), os.environ.get('ONLY_STARTER')"], {
+      home: h,
+      env: { FOO: "second", ONLY_STARTER: undefined },
+    });
+    expect(b.stderr).toBe("");
+    expect(b.stdout).toBe("('second', None)\n");
+    // An existing session keeps the environment it was created with.
+    const again = await run(["-s", "a", "run", "os.environ.get('FOO')"], { home: h, env: { FOO: "third" } });
+    expect(again.stdout).toBe("'first'\n");
+    const imp = await run(["-s", "c", "run", "import awrepl_spec_mod; awrepl_spec_mod.V"], { home: h, env: { PYTHONPATH: mod } });
+    expect(imp.stderr).toBe("");
+    expect(imp.stdout).toBe("17\n");
+    // awrepl's own settings are not passed on as the session's environment; its home is.
+    const own = await run(["-s", "d", "run", "import os; [k for k in os.environ if k.startswith('AWREPL_')]"], { home: h });
+    expect(own.stdout).toBe("['AWREPL_HOME']\n");
+  });
+});
