@@ -6,7 +6,7 @@
 // that a usage error is one line on stderr and exit status 2.
 import type { Command, CommanderError } from "commander";
 import type { Config } from "../config.ts";
-import { AwreplError, ExitCode, usageError } from "../errors.ts";
+import { AwreplError, type ErrorCode, ExitCode, usageError } from "../errors.ts";
 import { SESSION_NAME } from "../paths.ts";
 import type { CliContext } from "./context.ts";
 import { type RunArgs, parseFastRun, runCommand } from "./run.ts";
@@ -87,26 +87,47 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     trackStdio();
     // The executable starts with a reluctant JIT (scripts/build.ts); the interactive REPL is long-lived.
     if (argv.includes("serve") && typeof Bun !== "undefined") Bun.unsafe.setJITPolicy?.(1);
-    return await runProgram(argv, env);
+    return await runProgram(argv, env, wantsJson(argv));
   } catch (err) {
-    return reportError(err);
+    return reportError(err, wantsJson(argv));
   }
 }
 
-/** One line on stderr for anything that stops a command; the exit status it maps to. */
-export function reportError(err: unknown): number {
-  if (err instanceof AwreplError) {
-    void writeStream("stderr", `awrepl: ${oneLine(err.message)}\n`);
-    return err.exitCode;
+/** `--json` among the options (not after `--`, where it would be the cell's text). */
+export function wantsJson(argv: readonly string[]): boolean {
+  for (const arg of argv) {
+    if (arg === "--") return false;
+    if (arg === "--json") return true;
   }
+  return false;
+}
+
+/**
+ * One line on stderr for anything that stops a command; the exit status it maps to. With `json`,
+ * stdout also gets one object, {"error": {code, message, exit_code}}, so a caller that parses stdout
+ * always finds exactly one JSON object.
+ */
+export function reportError(err: unknown, json = false): number {
+  if (err instanceof AwreplError) return reportFailure(err.code, oneLine(err.message), err.exitCode, json);
   const message = err instanceof Error ? err.message : String(err);
   // A system call that failed (a state directory that cannot be created, a full disk) is a problem of
   // the environment, said as the OS said it; anything else is a bug of awrepl's.
   const errno = (err as NodeJS.ErrnoException | undefined)?.code;
   const kind = typeof errno === "string" && /^E[A-Z]+$/.test(errno) ? "" : "internal error: ";
-  void writeStream("stderr", `awrepl: ${kind}${oneLine(message)}\n`);
+  const status = reportFailure("internal", `${kind}${oneLine(message)}`, ExitCode.internal, json);
   if (err instanceof Error && err.stack && process.env.AWREPL_DEBUG) void writeStream("stderr", `${err.stack}\n`);
-  return ExitCode.internal;
+  return status;
+}
+
+function reportFailure(code: ErrorCode, line: string, exitCode: number, json: boolean): number {
+  if (json) void writeStream("stdout", errorJson(code, line, exitCode));
+  void writeStream("stderr", `awrepl: ${line}\n`);
+  return exitCode;
+}
+
+/** The one object `--json` prints for a failure that is not a cell's result (README, "The JSON result"). */
+function errorJson(code: ErrorCode, message: string, exitCode: number): string {
+  return `${JSON.stringify({ error: { code, message, exit_code: exitCode } })}\n`;
 }
 
 function oneLine(text: string): string {
@@ -118,7 +139,7 @@ function oneLine(text: string): string {
     .join(" ");
 }
 
-async function runProgram(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+async function runProgram(argv: readonly string[], env: NodeJS.ProcessEnv, json: boolean): Promise<number> {
   let exitCode: number = ExitCode.ok;
   const program = await buildProgram(env, (code) => {
     exitCode = code;
@@ -129,6 +150,8 @@ async function runProgram(argv: readonly string[], env: NodeJS.ProcessEnv): Prom
     if (isCommanderError(err)) {
       // Help and --version end through here with exit code 0; real usage errors with 1.
       if (err.code === "commander.helpDisplayed" || err.code === "commander.version" || err.code === "commander.help") return ExitCode.ok;
+      // Commander has written its line to stderr (outputError); the object is all that is left.
+      if (json) void writeStream("stdout", errorJson("usage", oneLine(err.message), ExitCode.usage));
       return ExitCode.usage;
     }
     throw err;

@@ -1,6 +1,6 @@
 // Usage errors: exit 2 with exactly one line on stderr, whatever produced them (commander or awrepl).
 import { describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT, run, withHome } from "./helpers.ts";
 
@@ -58,6 +58,35 @@ describe("usage errors", () => {
       expectUsageError(await run(["run", "1", "-f", "x.py"], { home }), "not both");
     }),
   30_000);
+});
+
+describe("--json failures that are not a cell's result: one error object on stdout", () => {
+  function expectJsonError(r: { code: number | null; stdout: string; stderr: string }, code: string, exitCode: number): void {
+    expect(r.code).toBe(exitCode);
+    const lines = r.stdout.trimEnd().split("\n");
+    expect(lines).toHaveLength(1);
+    const parsed = JSON.parse(lines[0] as string);
+    expect(Object.keys(parsed)).toEqual(["error"]);
+    expect(parsed.error.code).toBe(code);
+    expect(parsed.error.exit_code).toBe(exitCode);
+    // The stderr line says the same thing.
+    expect(r.stderr).toBe(`awrepl: ${parsed.error.message}\n`);
+  }
+
+  test("usage errors (commander's and awrepl's), no interpreter, an unreachable supervisor", () =>
+    withHome(async (home) => {
+      expectJsonError(await run(["run", "--json", "--timeout", "abc", "1"], { home }), "usage", 2);
+      expectJsonError(await run(["-s", "bad name", "run", "--json", "1"], { home }), "usage", 2);
+      expectJsonError(await run(["run", "--json", "-f", "/nonexistent/cell.py"], { home }), "usage", 2);
+      expectJsonError(await run(["run", "--json", "1"], { home, env: { AWREPL_PYTHON: "/nonexistent/python" } }), "no_interpreter", 125);
+      mkdirSync(join(home, "supervisor.sock"));
+      expectJsonError(await run(["-s", "a", "run", "--json", "1"], { home }), "supervisor_unreachable", 125);
+      // After `--`, "--json" is the cell's text, not the flag.
+      const cell = await run(["run", "--", "--json"], { home });
+      expect(cell.code).toBe(1);
+      expect(cell.stdout).toBe("");
+    }),
+  60_000);
 });
 
 describe("--version and --help", () => {
