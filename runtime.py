@@ -1558,6 +1558,9 @@ def _make_awrepl_module():
         fn.__name__ = fn.__qualname__ = public
         setattr(m, public, fn)
     m.__all__ = ["emit", "host_request", "is_active"]
+    _class_ref.__module__ = "awrepl"  # pickled by reference: snapshots name it awrepl._class_ref
+    _class_ref.__qualname__ = "_class_ref"
+    m._class_ref = _class_ref
     m.PROTOCOL = PROTOCOL
     return m
 
@@ -2150,37 +2153,75 @@ class _Codec(object):
     """Serialises one value at a time, the cheapest way that restores it right.
 
     Plain data goes through the C pickler (dill's pure-Python pickler is ~60x slower), and modules
-    by name (importing dill costs more than most snapshots). A value
-    whose stream refers to __main__ (functions, classes and instances defined in cells) or that
-    pickle cannot save goes to dill when importable, without recurse mode: a cell function's
-    globals are then saved as a reference to __main__'s dict, so restored into the session's
-    namespace it reads and writes the live globals (recurse mode would give each function a
-    private copy of them, functions in containers included). The global names of every code
-    object dill writes are collected in `needed`, so filtered names they use can be saved too.
-    Without dill, modules are saved by name and cell definitions are refused with a reason.
+    by name (importing dill costs more than most snapshots). A cell-defined class bound in the
+    namespace under its own name is saved BY REFERENCE wherever it occurs inside another value
+    (awrepl._class_ref(name), resolved against the namespace at restore, where classes are
+    restored first): instances in lists and dicts then belong to the session's class, not to a
+    copy of it. The names referenced this way are collected in `refs`. A value whose stream still
+    refers to __main__ (functions, classes themselves, instances of unbound classes) or that pickle
+    cannot save goes to dill when importable, without recurse mode: a cell function's globals are
+    then saved as a reference to __main__'s dict, so restored into the session's namespace it
+    reads and writes the live globals (recurse mode would give each function a private copy of
+    them, functions in containers included). The global names of every code object dill writes
+    are collected in `needed`, so filtered names they use can be saved too. Without dill, modules
+    are saved by name and cell definitions are refused with a reason.
     """
 
     def __init__(self):
         self.pickle = _imp("pickle")
         self.needed = set()
+        self.refs = set()  # cell classes the last dumps() referenced by name
+        self._top = None  # the value being saved: a class saved as itself is saved by value
         self._dill = None
         self._dill_pickler = None
+        self._c_pickler = None
 
     def dumps(self, v):
         """(kind, blob) where kind is "pickle" or "dill"; raises what the fallback raises."""
-        pickle = self.pickle
+        self._top = v
+        self.refs = set()
         try:
-            if type(v) is type(sys):  # by name, so restoring `import json` needs no dill (~50 ms)
-                blob = self._dumps_no_dill(v)
-            else:
-                blob = pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL)
+            blob = self._dumps_c(v)
             if _MAIN_REF not in blob:
                 return "pickle", blob
         except Exception:
             pass
+        self.refs = set()
         if self._load_dill():
             return "dill", self._dumps_dill(v)
-        return "pickle", self._dumps_no_dill(v)
+        blob = self._dumps_c(v)
+        if _MAIN_REF in blob:
+            # pickle saves functions and classes by name only; a new worker would not find them.
+            raise TypeError("pickle cannot save functions or classes defined in cells (dill can)")
+        return "pickle", blob
+
+    def _reduce(self, obj):
+        """reducer_override of both picklers: cell classes by reference, modules by name."""
+        t = type(obj)
+        if t is type(sys):
+            # Modules travel by name: `import json` survives a snapshot without dill.
+            name = getattr(obj, "__name__", None)
+            if name and sys.modules.get(name) is obj and name not in ("__main__", "awrepl"):
+                return _imp("importlib").import_module, (name,)
+        elif isinstance(obj, type) and obj is not self._top:
+            name = _cell_class_name(obj)
+            if name is not None:
+                self.refs.add(name)
+                return _class_ref, (name,)
+        return NotImplemented
+
+    def _dumps_c(self, v):
+        pickle = self.pickle
+        if self._c_pickler is None:
+            reduce = self._reduce
+
+            class Pickler(pickle.Pickler):
+                def reducer_override(self, obj):
+                    return reduce(obj)
+            self._c_pickler = Pickler
+        buf = _imp("io").BytesIO()
+        self._c_pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(v)
+        return buf.getvalue()
 
     def _load_dill(self):
         if self._dill is None:
@@ -2192,44 +2233,25 @@ class _Codec(object):
         return self._dill
 
     def _dumps_dill(self, v):
-        import io
         if self._dill_pickler is None:
             code_type = type(_dill_probe.__code__)
             needed = self.needed
+            reduce = self._reduce
 
             class Pickler(self._dill.Pickler):
                 def persistent_id(self, obj):
                     if type(obj) is code_type:
                         needed.update(obj.co_names)
                     return None
+
+                def reducer_override(self, obj):
+                    return reduce(obj)
             self._dill_pickler = Pickler
-        buf = io.BytesIO()
+        buf = _imp("io").BytesIO()
         p = self._dill_pickler(buf, self.pickle.HIGHEST_PROTOCOL, byref=False, recurse=False)
         p._main = _user_module  # dill's own notion of __main__ is fixed when dill is imported
         p.dump(v)
         return buf.getvalue()
-
-    def _dumps_no_dill(self, v):
-        import importlib
-        import io
-        pickle = self.pickle
-
-        class Pickler(pickle.Pickler):
-            def reducer_override(self, obj):
-                # Modules travel by name: `import json` survives a snapshot without dill.
-                if type(obj) is type(sys):
-                    name = getattr(obj, "__name__", None)
-                    if name and sys.modules.get(name) is obj and name not in ("__main__", "awrepl"):
-                        return importlib.import_module, (name,)
-                return NotImplemented
-
-        buf = io.BytesIO()
-        Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(v)
-        blob = buf.getvalue()
-        if _MAIN_REF in blob:
-            # pickle saves functions and classes by name only; a new worker would not find them.
-            raise TypeError("pickle cannot save functions or classes defined in cells (dill can)")
-        return blob
 
     def loader(self, kind):
         """The loads for `kind`, or None when it is dill and dill is not importable."""
@@ -2240,11 +2262,35 @@ class _Codec(object):
             return None
 
         def loads(blob):
-            import io
-            u = dill.Unpickler(io.BytesIO(blob))
+            u = dill.Unpickler(_imp("io").BytesIO(blob))
             u._main = _user_module  # a function's globals reference resolves to the live namespace
             return u.load()
         return loads
+
+
+def _cell_class_name(cls):
+    """The name a cell-defined class is bound to in the namespace under its own name, else None."""
+    try:
+        if cls.__module__ != "__main__":
+            return None
+        name = cls.__qualname__
+    except Exception:
+        return None
+    if type(name) is str and _ns.get(name) is cls:
+        return name
+    return None
+
+
+class ClassNotRestoredError(LookupError):
+    pass
+
+
+def _class_ref(name):
+    """awrepl._class_ref: a snapshot's reference to the session's class `name` (see _Codec)."""
+    cls = _ns.get(name)
+    if not isinstance(cls, type):
+        raise ClassNotRestoredError("needs the class %r, which was not restored" % (name,))
+    return cls
 
 
 def _dill_probe():
@@ -2326,6 +2372,35 @@ def _int_field(r, key):
     return v
 
 
+def _drop_orphans(deps, blobs, support, kinds, saved, skipped):
+    """A value referring to a class that is not saved could not be restored: skip it, with why."""
+    changed = True
+    while changed:
+        changed = False
+        for name in [n for n in deps if n in blobs or n in support]:
+            missing = sorted(c for c in deps[name] if c not in blobs and c not in support)
+            if not missing:
+                continue
+            blobs.pop(name, None)
+            support.pop(name, None)
+            kinds.pop(name, None)
+            if name in saved:
+                saved.remove(name)
+                skipped.append({"name": name, "reason": "needs the class %s, which was not saved"
+                                % ", ".join(missing)})
+            changed = True
+
+
+def _restore_rank(name):
+    v = _ns.get(name)
+    if isinstance(v, type):
+        try:
+            return (0, len(v.__mro__))
+        except Exception:
+            return (0, 0)
+    return (1, 0)
+
+
 @_handler("snapshot")
 def _h_snapshot(r):
     pickle = _imp("pickle")
@@ -2339,6 +2414,7 @@ def _h_snapshot(r):
     prune = bool(r.msg.get("prune_oversized"))
     codec = _Codec()
     saved, skipped, pruned, blobs, support, kinds = [], [], [], {}, {}, {}
+    deps = {}  # name -> the cell classes its value refers to by name
     total = 0
     pending = _user_names()
     support_round = False
@@ -2348,6 +2424,9 @@ def _h_snapshot(r):
             try:
                 _checkpoint(r)
                 kind, blob = codec.dumps(_ns[name])
+                if codec.refs:
+                    deps[name] = codec.refs
+                    codec.needed.update(codec.refs)  # a _Private class is saved as support
             except KeyboardInterrupt:
                 raise
             except BaseException as e:
@@ -2372,9 +2451,11 @@ def _h_snapshot(r):
         # Filtered names that saved cell code calls, until none is new (a helper may need another).
         support_round = True
         pending = _support_names(codec.needed, set(blobs) | set(support) | set(s["name"] for s in skipped))
-    # Classes first: dill points a restored top-level instance at the namespace's class of that name.
-    order = sorted(blobs, key=lambda n: not isinstance(_ns.get(n), type))
+    _drop_orphans(deps, blobs, support, kinds, saved, skipped)
+    # Classes first, bases before subclasses: values refer to them by name (see _Codec).
+    order = sorted(blobs, key=_restore_rank)
     blobs = dict((n, blobs[n]) for n in order)
+    support = dict((n, support[n]) for n in sorted(support, key=_restore_rank))
     kind = "dill" if "dill" in kinds.values() else "pickle"  # what a restore needs
     payload = pickle.dumps({"format": SNAPSHOT_FORMAT, "serializer": kind, "names": blobs,
                             "serializers": kinds, "support": support},
@@ -2424,25 +2505,36 @@ def _h_restore(r):
     restored, failed = [], []
     # Payload order (classes first); support names only where the namespace has none of its own.
     items = [(n, b, False) for n, b in blobs.items()] + [(n, b, True) for n, b in support.items()]
-    for name, blob, is_support in items:
-        if name in _NEVER_RESTORE or (is_support and name in _ns):
-            continue
-        loads = codec.loader(kinds.get(name, default_kind))
-        if loads is None:
-            failed.append({"name": name, "reason": "the snapshot was made with dill, which is not importable"})
-            continue
-        r.in_user = True
-        try:
-            _checkpoint(r)
-            _ns[name] = loads(blob)
-            if not is_support:
-                restored.append(name)
-        except KeyboardInterrupt:
-            raise
-        except BaseException as e:
-            failed.append({"name": name, "reason": "%s: %s" % (type(e).__name__, _safe_str(e))[:500]})
-        finally:
-            r.in_user = False
+    while items:
+        # A value whose class comes later in the payload (a support class, a class used as a class
+        # attribute) waits for another pass; a pass restoring nothing ends it.
+        waiting = []
+        for name, blob, is_support in items:
+            if name in _NEVER_RESTORE or (is_support and name in _ns):
+                continue
+            loads = codec.loader(kinds.get(name, default_kind))
+            if loads is None:
+                failed.append({"name": name, "reason": "the snapshot was made with dill, which is not importable"})
+                continue
+            r.in_user = True
+            try:
+                _checkpoint(r)
+                _ns[name] = loads(blob)
+                if not is_support:
+                    restored.append(name)
+            except KeyboardInterrupt:
+                raise
+            except ClassNotRestoredError as e:
+                waiting.append((name, blob, is_support, e))
+            except BaseException as e:
+                failed.append({"name": name, "reason": "%s: %s" % (type(e).__name__, _safe_str(e))[:500]})
+            finally:
+                r.in_user = False
+        if len(waiting) == len(items):
+            for name, _b, _s, e in waiting:
+                failed.append({"name": name, "reason": "%s: %s" % (type(e).__name__, _safe_str(e))[:500]})
+            break
+        items = [w[:3] for w in waiting]
     restored.sort()
     return {"restored": restored, "failed": failed}
 
