@@ -6,14 +6,14 @@
 // workers see EOF on their stdin and exit by themselves (runtime.py).
 // Persistence (lib/persistence.ts): sessions it creates restore their snapshot and may autosave;
 // shutdown snapshots every session before closing it; `close` forgets a session's snapshot.
-import { chmodSync, lstatSync, mkdirSync, statSync, unlinkSync } from "node:fs";
+import { chmodSync, lstatSync, mkdirSync, renameSync, statSync, unlinkSync } from "node:fs";
 import { connect as netConnect, type Server, type Socket } from "node:net";
-import { dirname } from "node:path";
+import { dirname, join } from "node:path";
 import { builtinConfig, type Config, loadConfig } from "./config.ts";
 import { AwreplError } from "./errors.ts";
 import { ensurePrivateDir } from "./paths.ts";
 import { forgetClosedSession, persistentSessionOptions, snapshotBeforeStop } from "./persistence.ts";
-import { savedSessionNames } from "./snapshot_store.ts";
+import { defaultSnapshotPath, savedSessionNames } from "./snapshot_store.ts";
 import type { ClientRequest, RequestId, SessionSpec, SupervisorReply } from "./protocol.ts";
 import type { RawText } from "./raw_text.ts";
 import { ReplSession } from "./session.ts";
@@ -68,8 +68,7 @@ export async function runSupervisor(options: ClientOptions = {}): Promise<number
     if (dirname(paths.socket) === shortSocketDir()) ensureShortSocketDir(paths.socket);
     removeStaleSocket(paths.socket, log);
     supervisor = new Supervisor(paths, readConfig(env, home, log), log);
-    server = await listenSocket(paths.socket, (socket) => supervisor.accept(socket));
-    if (process.platform !== "win32") chmodSync(paths.socket, 0o600);
+    server = await listenPrivately(paths.socket, (socket) => supervisor.accept(socket));
   } finally {
     lock.release();
   }
@@ -427,10 +426,22 @@ class Supervisor {
   /** Another supervisor took the socket path (or it was deleted): nobody can reach us any more. */
   private checkSocket(): void {
     if (this.stopping || process.platform === "win32") return;
-    if (socketInode(this.paths.socket) !== this.socketIno) void this.shutdown(`socket ${this.paths.socket} was removed or replaced`);
+    if (socketInode(this.paths.socket) !== this.socketIno) void this.shutdown(`socket ${this.paths.socket} was removed or replaced`, true);
   }
 
-  shutdown(reason: string): Promise<void> {
+  /**
+   * `orphaned`: the socket path is no longer ours, so another supervisor may hold these names now;
+   * then a name's default snapshot is written only when the one on disk is older than this session's
+   * last activity (nobody wrote a newer state since), never over a newer one.
+   */
+  private mayOverwriteSnapshot(name: string, session: ReplSession): boolean {
+    const mtime = statSync(defaultSnapshotPath(this.paths.home, name), { throwIfNoEntry: false })?.mtimeMs;
+    if (mtime === undefined || mtime < session.lastActiveAt) return true;
+    this.log(`session ${name}: not snapshotted: the snapshot on disk is newer than this session's last call (another supervisor owns the name now)`);
+    return false;
+  }
+
+  shutdown(reason: string, orphaned = false): Promise<void> {
     this.stopping ??= (async () => {
       this.log(`stopping: ${reason}`);
       if (this.idleTimer) clearTimeout(this.idleTimer);
@@ -445,7 +456,8 @@ class Supervisor {
       }
       // Every planned stop (stop, a client of another version, a signal, idle exit) snapshots first;
       // the next use of a name restores it.
-      await snapshotBeforeStop(this.sessions.live(), this.log);
+      const live = this.sessions.live();
+      await snapshotBeforeStop(orphaned ? live.filter(([name, session]) => this.mayOverwriteSnapshot(name, session)) : live, this.log);
       const closing = Promise.all([this.sessions.closeAll(), this.spares.closeAll()]);
       const timeout = new Promise((r) => setTimeout(r, 10_000).unref());
       await Promise.race([closing, timeout]);
@@ -520,6 +532,31 @@ function ensureShortSocketDir(socket: string): void {
     throw new AwreplError("internal", `${dir} is not a directory owned by this user; refusing to put the socket there`);
   }
   if ((st.mode & 0o077) !== 0) chmodSync(dir, 0o700);
+}
+
+/**
+ * Listens on `path`, mode 0600 from the start. On Unix the server binds a private name in the same
+ * directory and renames it into place: closing a Bun/Node server unlinks the path it bound, and that
+ * must never be `path`, which another supervisor may own by the time this one stops (its socket
+ * deleted or replaced). The private name is gone after the rename, so closing unlinks nothing.
+ */
+async function listenPrivately(path: string, onConnection: (socket: Socket) => void): Promise<Server> {
+  if (process.platform === "win32") return listenSocket(path, onConnection);
+  const bound = join(dirname(path), `.sock-${process.pid}`);
+  try {
+    unlinkSync(bound);
+  } catch {
+    // none left by an earlier process with this pid
+  }
+  const server = await listenSocket(bound, onConnection);
+  try {
+    chmodSync(bound, 0o600);
+    renameSync(bound, path);
+  } catch (err) {
+    server.close();
+    throw err;
+  }
+  return server;
 }
 
 function socketInode(path: string): number {

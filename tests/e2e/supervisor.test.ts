@@ -1,7 +1,7 @@
 // The supervisor end to end, through the compiled binary: named sessions across processes, ordering,
 // start-up races, crashes, hostile input on the socket, permissions, and that nothing is left behind.
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdirSync, readFileSync, readlinkSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, statSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { processAlive } from "../../lib/supervisor_lock.ts";
@@ -168,6 +168,28 @@ describe("lifecycle", () => {
     expect(again.stdout).toBe("2\n");
     expect(await supervisorPid(h)).not.toBe(sup);
   });
+
+  test("a deleted socket: the orphaned supervisor exits without touching the new one's socket or newer state", async () => {
+    const h = home();
+    expect((await run(["-s", "k", "run", "x = 2"], { home: h })).code).toBe(0);
+    const orphan = (await supervisorPid(h)) as number;
+    rmSync(socketPath(h));
+    const second = await run(["-s", "k", "run", "x = 3"], { home: h });
+    expect(second.code).toBe(0);
+    const current = (await supervisorPid(h)) as number;
+    expect(current).not.toBe(orphan);
+    // The orphan checks its socket every 10 s.
+    await waitUntil("the orphaned supervisor exits", () => !alive(orphan), 30_000);
+    expect(alive(current)).toBe(true);
+    expect(existsSync(socketPath(h))).toBe(true);
+    const after = await run(["-s", "k", "run", "x"], { home: h });
+    expect(after.stdout).toBe("3\n");
+    expect(await supervisorPid(h)).toBe(current);
+    // The state that survives a stop is the live supervisor's.
+    expect((await run(["daemon", "stop"], { home: h })).code).toBe(0);
+    const restored = await run(["-s", "k", "run", "x"], { home: h });
+    expect(restored.stdout).toBe("3\n");
+  }, 60_000);
 
   test("a supervisor that accepts but never answers gives a clear error, not a hang", async () => {
     const h = home();
