@@ -353,7 +353,7 @@ export class ReplSession implements Session {
   }
 
   private workerOptions(launch: Launch, listeners: WorkerListeners): WorkerOptions {
-    return { argv: launch.argv, stdinPreamble: launch.stdinPreamble, cwd: this.cwd, env: this.env, ...listeners };
+    return { argv: launch.argv, label: this.interpreter.command, stdinPreamble: launch.stdinPreamble, cwd: this.cwd, env: this.env, ...listeners };
   }
 
   private workerListeners(): WorkerListeners {

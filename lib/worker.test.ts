@@ -128,7 +128,16 @@ describe("Worker", () => {
   test("a command that never sends ready times out and is killed", async () => {
     const err = await rejection(Worker.start({ argv: [PYTHON, "-c", "import time; time.sleep(60)"], startTimeoutMs: 300 }));
     expect(err.code).toBe("no_interpreter");
-    expect(err.message).toContain("did not send");
+    expect(err.message).toContain("did not get ready within 300 ms (is it a Python interpreter?)");
+  });
+
+  test("a start failure names the user's command (label), not the bootstrap, with one line of its stderr", async () => {
+    const bootstrap = ["-u", "-c", "import os; os.write(2, b'usage: not python\\nsecond line\\n'); os._exit(1)"];
+    const err = await rejection(Worker.start({ argv: [PYTHON, ...bootstrap], label: "my-python --flag" }));
+    expect(err.code).toBe("no_interpreter");
+    expect(err.message).toBe('Python command "my-python --flag" exited with code 1 before it was ready (is it a Python interpreter?): usage: not python');
+    const slow = await rejection(Worker.start({ argv: ["sh", "-c", "exec sleep 100"], label: "sh -c 'exec sleep 100'", startTimeoutMs: 300 }));
+    expect(slow.message).toBe(`Python command "sh -c 'exec sleep 100'" did not get ready within 300 ms (is it a Python interpreter?)`);
   });
 });
 

@@ -35,6 +35,8 @@ export type WorkerOptions = WorkerListeners & {
   env?: NodeJS.ProcessEnv;
   /** Bytes written to stdin before any request (the bootstrap's length line and the runtime source). */
   stdinPreamble?: Uint8Array;
+  /** The Python command as the user gave it, for messages (default: argv joined, bootstrap and all). */
+  label?: string;
   /** How long to wait for `ready`. Default 15 s (ssh and containers can be slow). */
   startTimeoutMs?: number;
 };
@@ -50,6 +52,9 @@ type Pending = {
 type RequestBody = IdRequest extends infer R ? (R extends IdRequest ? Omit<R, "id"> : never) : never;
 
 const STDERR_KEEP = 8192;
+/** Said when a command never got ready: the usual cause is a --python that is not an interpreter. */
+const NOT_PYTHON = "(is it a Python interpreter?)";
+const START_DETAIL_CHARS = 200;
 /** A frame longer than this is not the protocol; the worker is stopped rather than buffering forever. */
 const MAX_LINE_BYTES = 1 << 30;
 
@@ -62,6 +67,8 @@ export class Worker {
   state: WorkerState = "starting";
   readonly pid: number;
   readonly argv: string[];
+  /** What messages call the Python command: the user's command line, not the runtime's bootstrap. */
+  readonly label: string;
   ready: ReadyEvent | null = null;
   exit: WorkerExit | null = null;
   /** Resolves when the process has exited and all of its pending requests were rejected. */
@@ -84,6 +91,7 @@ export class Worker {
   private constructor(options: WorkerOptions) {
     this.listeners = { onUnclaimedOutput: options.onUnclaimedOutput, onExit: options.onExit };
     this.argv = options.argv;
+    this.label = options.label ?? options.argv.join(" ");
     this.exited = new Promise((r) => {
       this.resolveExited = r;
     });
@@ -122,10 +130,7 @@ export class Worker {
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         reject(
-          new AwreplError(
-            "no_interpreter",
-            `Python command ${JSON.stringify(options.argv.join(" "))} did not send "ready" within ${timeoutMs} ms${worker.diagnostics()}`,
-          ),
+          new AwreplError("no_interpreter", `Python command ${JSON.stringify(worker.label)} did not get ready within ${timeoutMs} ms ${NOT_PYTHON}${worker.startFailureDetail()}`),
         );
       }, timeoutMs);
     });
@@ -217,6 +222,18 @@ export class Worker {
   diagnostics(): string {
     const text = `${this.noise}${this.stderrTail}`.trim();
     return text ? `: ${text.split("\n").slice(-5).join("\n")}` : "";
+  }
+
+  /**
+   * The one line of what a process that never got ready wrote that says why: a Python traceback's
+   * last line (the exception), otherwise the first line (a program's usage line, a shell's "not
+   * found"); cut short, so a failed start stays a one-line message.
+   */
+  startFailureDetail(): string {
+    const lines = `${this.noise}${this.stderrTail}`.split("\n").map((l) => l.trim()).filter(Boolean);
+    const line = lines.some((l) => l.startsWith("Traceback (most recent call last)")) ? lines.at(-1) : lines[0];
+    if (!line) return "";
+    return `: ${line.length > START_DETAIL_CHARS ? `${line.slice(0, START_DETAIL_CHARS)}...` : line}`;
   }
 
   private write(line: string): void {
@@ -375,7 +392,7 @@ export class Worker {
     const what =
       code === "ENOENT"
         ? `Python command ${JSON.stringify(this.argv[0])} was not found`
-        : `Python command ${JSON.stringify(this.argv.join(" "))} could not start: ${err.message}`;
+        : `Python command ${JSON.stringify(this.label)} could not start: ${err.message}`;
     const error = new AwreplError("no_interpreter", what, { cause: err });
     this.readyWaiter?.reject(error);
     this.readyWaiter = null;
@@ -394,10 +411,7 @@ export class Worker {
       const error =
         spawnError ??
         (this.readyWaiter
-          ? new AwreplError(
-              "no_interpreter",
-              `Python command ${JSON.stringify(this.argv.join(" "))} ${describeExit(exit)} before it was ready${this.diagnostics()}`,
-            )
+          ? new AwreplError("no_interpreter", `Python command ${JSON.stringify(this.label)} ${describeExit(exit)} before it was ready ${NOT_PYTHON}${this.startFailureDetail()}`)
           : this.diedError(exit));
       this.readyWaiter?.reject(error);
       this.readyWaiter = null;

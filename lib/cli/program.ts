@@ -215,10 +215,12 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
   const { registerServeCommand } = await import("./serve.ts");
   registerServeCommand(program, ctx, setExit);
 
-  // A bad --session is reported before any command runs, whether or not that command uses it.
+  // A bad --session or --python is reported before any command runs, whether or not that command uses it.
   program.hook("preAction", () => {
     const flag = program.opts<{ session?: string }>().session;
     if (flag !== undefined) validateSessionName(flag);
+    const python = pythonFlag();
+    if (python !== undefined && python.trim() === "") throw usageError(`--python needs an interpreter command, not ${JSON.stringify(python)}`);
   });
 
   program.allowExcessArguments(true).action(async (opts: { selfTest?: boolean }, command: Command) => {

@@ -238,5 +238,38 @@ describe("awrepl run --python", () => {
       expect(r.stderr).toContain("/nonexistent/python3");
     }),
   30_000);
-});
 
+  test("a program that is not Python: one line naming the user's command, not the bootstrap (ephemeral and named)", () =>
+    withHome(async (home) => {
+      const notReady = (cmd: string, how: string) => `awrepl: Python command ${JSON.stringify(cmd)} ${how} before it was ready (is it a Python interpreter?)`;
+      const bad = await run(["--python", "/bin/false", "run", "1"], { home });
+      expect(bad.code).toBe(125);
+      expect(bad.stderr).toBe(`${notReady("/bin/false", "exited with code 1")}\n`);
+      const cat = await run(["--python", "/bin/cat", "run", "1"], { home });
+      expect(cat.code).toBe(125);
+      expect(cat.stderr.trimEnd().split("\n")).toHaveLength(1);
+      expect(cat.stderr).toStartWith(`${notReady("/bin/cat", "exited with code 1")}: /bin/cat: `);
+      const named = await run(["--python", "/bin/false", "-s", "nopy", "run", "1"], { home });
+      expect(named.code).toBe(125);
+      expect(named.stderr).toBe(`${notReady("/bin/false", "exited with code 1")}\n`);
+    }),
+  60_000);
+
+  test("a command that never gets ready fails after the start timeout with the same wording", () =>
+    withHome(async (home) => {
+      const r = await run(["--python", "sh -c 'exec sleep 100'", "run", "1"], { home, timeoutMs: 60_000 });
+      expect(r.code).toBe(125);
+      expect(r.stderr).toBe(`awrepl: Python command "sh -c 'exec sleep 100'" did not get ready within 15000 ms (is it a Python interpreter?)\n`);
+    }),
+  90_000);
+
+  test("--python \"\" is a usage error", () =>
+    withHome(async (home) => {
+      for (const args of [["--python", "", "run", "1"], ["run", "--python", " ", "1"]]) {
+        const r = await run(args, { home });
+        expect(r.code).toBe(2);
+        expect(r.stderr).toContain("--python needs an interpreter command");
+      }
+    }),
+  30_000);
+});
