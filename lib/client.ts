@@ -20,7 +20,14 @@ export type { ClientOptions } from "./supervisor_paths.ts";
  * the interpreter, directory and environment it started with); `clientEnv` is the caller's
  * environment, used to find the state directory (unless `home` is given) and to start the supervisor.
  */
-export type AttachOptions = SessionOptions & { clientEnv?: NodeJS.ProcessEnv };
+export type AttachOptions = SessionOptions & {
+  clientEnv?: NodeJS.ProcessEnv;
+  /**
+   * The interpreter to use when `python` is not given (a config default): unlike `python`, a
+   * session re-created from its snapshot keeps the interpreter it was created with instead.
+   */
+  defaultPython?: string;
+};
 
 export async function attach(name: string, options: AttachOptions = {}, early?: EarlyConnection): Promise<RemoteSession> {
   checkName(name);
@@ -259,10 +266,11 @@ function checkName(name: string): void {
  * environment, and its interpreter choice ($VIRTUAL_ENV, ./.venv) resolved here because the supervisor's environment
  * and directory are someone else's.
  */
-function sessionSpec(options: SessionOptions, env: NodeJS.ProcessEnv): SessionSpec {
+function sessionSpec(options: AttachOptions, env: NodeJS.ProcessEnv): SessionSpec {
   const cwd = options.cwd ?? process.cwd();
   return {
-    python: options.python ?? env.AWREPL_PYTHON ?? localPython(cwd, env),
+    python: options.python ?? options.defaultPython ?? env.AWREPL_PYTHON ?? localPython(cwd, env),
+    pythonGiven: options.python !== undefined || undefined,
     cwd,
     // The whole environment, as an ephemeral run gets it: the supervisor's is whoever started it.
     env: { ...callerEnv(env), ...options.env },

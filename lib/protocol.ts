@@ -7,7 +7,13 @@
 // Runtime protocol v3: host -> runtime requests (one JSON object per line on the worker's stdin)
 // ---------------------------------------------------------------------------------------------
 
-export type ExecuteRequest = { type: "execute"; id: string; code: string };
+export type ExecuteRequest = {
+  type: "execute";
+  id: string;
+  code: string;
+  /** awrepl addition: the file the code came from (`run -f`): tracebacks name it, `__file__` is set to it for the cell. */
+  filename?: string;
+};
 export type InterruptRequest = { type: "interrupt"; id?: string };
 export type HostReplyRequest = { type: "host_reply"; id: string; data: Record<string, unknown> };
 export type SnapshotRequest = {
@@ -170,6 +176,11 @@ export type SessionSpec = {
   graceMs?: number;
   /** Snapshot after every cell that changed the namespace (default: the supervisor's config). */
   autosave?: boolean;
+  /**
+   * `python` was chosen explicitly (--python, attach's `python`), not a default: it beats the
+   * interpreter saved with the session when the session is re-created from its snapshot.
+   */
+  pythonGiven?: boolean;
 };
 
 export type RequestId = number | string;

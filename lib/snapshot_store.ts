@@ -2,10 +2,10 @@
 // its JSON manifest <name>.json), what a manifest says, and the three things done to the files besides
 // writing them (the runtime writes both atomically: temp file + os.replace): moving a corrupt one
 // aside, forgetting a closed session's, and sweeping the temp files a killed writer left behind.
-import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { SESSION_NAME } from "./paths.ts";
-import type { NameFailure } from "./protocol.ts";
+import type { NameFailure, SessionSpec } from "./protocol.ts";
 
 /** What the runtime writes beside a payload (docs/protocol.md, "Snapshot and restore"). */
 export type SnapshotManifest = {
@@ -93,6 +93,33 @@ export function moveAside(snapshotPath: string, label: "corrupt" | "unrestored" 
   return aside;
 }
 
+/** Where the spec a session was created with is kept, beside its default snapshot. */
+export function specPath(home: string, name: string): string {
+  return join(snapshotsDir(home), `${name}.spec.json`);
+}
+
+/**
+ * Records how session `name` was made (interpreter, directory, environment, limits), so a host that
+ * re-creates it from its snapshot makes it the same way. Mode 0600: the environment may hold secrets.
+ */
+export function writeSessionSpec(home: string, name: string, spec: SessionSpec): void {
+  const path = specPath(home, name);
+  const temp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  writeFileSync(temp, JSON.stringify(spec), { mode: 0o600 });
+  renameSync(temp, path);
+}
+
+/** The spec saved for session `name`, or null (none, or unreadable). */
+export function readSessionSpec(home: string, name: string): SessionSpec | null {
+  try {
+    const spec = JSON.parse(readFileSync(specPath(home, name), "utf8")) as unknown;
+    return typeof spec === "object" && spec !== null && !Array.isArray(spec) ? (spec as SessionSpec) : null;
+  } catch {
+    return null;
+  }
+}
+
 /** The names of the sessions with a default snapshot in `home` (files moved aside do not count). */
 export function savedSessionNames(home: string): string[] {
   try {
@@ -112,6 +139,7 @@ export function forgetSnapshot(home: string, name: string): boolean {
   const existed = existsSync(path);
   rmSync(path, { force: true });
   rmSync(manifestPath(path), { force: true });
+  rmSync(specPath(home, name), { force: true });
   sweepTempFiles(path);
   return existed;
 }

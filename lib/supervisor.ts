@@ -6,14 +6,14 @@
 // workers see EOF on their stdin and exit by themselves (runtime.py).
 // Persistence (lib/persistence.ts): sessions it creates restore their snapshot and may autosave;
 // shutdown snapshots every session before closing it; `close` forgets a session's snapshot.
-import { chmodSync, lstatSync, mkdirSync, renameSync, statSync, unlinkSync } from "node:fs";
+import { chmodSync, existsSync, lstatSync, mkdirSync, renameSync, statSync, unlinkSync } from "node:fs";
 import { connect as netConnect, type Server, type Socket } from "node:net";
 import { dirname, join } from "node:path";
 import { builtinConfig, type Config, loadConfig } from "./config.ts";
 import { AwreplError } from "./errors.ts";
 import { ensurePrivateDir } from "./paths.ts";
 import { forgetClosedSession, persistentSessionOptions, snapshotBeforeStop } from "./persistence.ts";
-import { defaultSnapshotPath, savedSessionNames } from "./snapshot_store.ts";
+import { defaultSnapshotPath, readSessionSpec, savedSessionNames, writeSessionSpec } from "./snapshot_store.ts";
 import type { ClientRequest, RequestId, SessionSpec, SupervisorReply } from "./protocol.ts";
 import type { RawText } from "./raw_text.ts";
 import { ReplSession } from "./session.ts";
@@ -293,7 +293,13 @@ class Supervisor {
     return { closed, forgot };
   }
 
-  private startSession(name: string, spec: SessionSpec): Promise<ReplSession> {
+  private startSession(name: string, requested: SessionSpec): Promise<ReplSession> {
+    const spec = this.specFor(name, requested);
+    try {
+      writeSessionSpec(this.paths.home, name, spec);
+    } catch (err) {
+      this.log(`session ${name}: cannot save its spec: ${(err as Error).message}`);
+    }
     return ReplSession.start(name, {
       ...persistentSessionOptions(this.config, spec.autosave),
       python: spec.python ?? this.config.python,
@@ -305,6 +311,22 @@ class Supervisor {
       home: this.paths.home,
       spares: this.spares,
     });
+  }
+
+  /**
+   * A session re-created from its snapshot is made as it was first made (interpreter, directory,
+   * environment, limits: saved beside the snapshot), not as this caller would make a new one; an
+   * explicit --python still wins, and a caller's autosave switches autosave on.
+   */
+  private specFor(name: string, requested: SessionSpec): SessionSpec {
+    if (!existsSync(defaultSnapshotPath(this.paths.home, name))) return requested;
+    const saved = readSessionSpec(this.paths.home, name);
+    if (!saved) return requested;
+    const python = requested.pythonGiven ? requested.python : (saved.python ?? requested.python);
+    this.log(`session ${name}: re-created as it was saved (${python ?? "default python"} in ${saved.cwd ?? "?"})`);
+    // A directory removed since is not a reason to lose the state: the caller's is used instead.
+    const cwd = saved.cwd !== undefined && existsSync(saved.cwd) ? saved.cwd : requested.cwd;
+    return { ...saved, python, cwd, pythonGiven: undefined, autosave: saved.autosave || requested.autosave || undefined };
   }
 
   private status() {

@@ -181,7 +181,10 @@ export function registerRemoteCommands(program: Command, ctx: CliContext): void 
 export function attachOptions(ctx: CliContext, python?: string): AttachOptions {
   const config = ctx.config();
   return {
-    python: python ?? config.python,
+    // --python beats the interpreter a session restored from its snapshot was created with; the
+    // config's (AWREPL_PYTHON, the config file) does not.
+    python,
+    defaultPython: config.python,
     timeoutMs: config.timeoutMs,
     maxOutputBytes: config.maxOutputBytes,
     graceMs: config.graceMs,

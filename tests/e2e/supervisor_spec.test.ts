@@ -2,7 +2,7 @@
 // call that creates it (not of whoever started the supervisor), and, once stopped and restored from
 // its snapshot, with the interpreter, directory and environment it was created with.
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cleanupHome, makeHome, run } from "./helpers.ts";
@@ -59,5 +59,34 @@ describe("a new session's environment is its creator's", () => {
     // awrepl's own settings are not passed on as the session's environment; its home is.
     const own = await run(["-s", "d", "run", "import os; [k for k in os.environ if k.startswith('AWREPL_')]"], { home: h });
     expect(own.stdout).toBe("['AWREPL_HOME']\n");
+  });
+});
+
+describe("a session restored from its snapshot is made as it was created", () => {
+  test("interpreter, directory and environment come back after daemon stop; an explicit --python still wins", async () => {
+    const h = home();
+    const where = tempDir();
+    const other = "/root/.pyenv/versions/3.12.1/bin/python3";
+    const created = await run(
+      ["-s", "p", "run", "import os, sys\nx = 5\ndef f(a):\n    return a * x\nsys.executable"],
+      { home: h, cwd: where, env: { AWREPL_PYTHON: "/usr/bin/python3", FOO: "made" } },
+    );
+    expect(created.stderr).toBe("");
+    expect(created.stdout).toBe("'/usr/bin/python3'\n");
+    expect((await run(["daemon", "stop"], { home: h })).code).toBe(0);
+    // Saved beside the snapshot, private: the environment may hold secrets.
+    expect(statSync(join(h, "snapshots", "p.spec.json")).mode & 0o777).toBe(0o600);
+    // The next caller has another default interpreter, directory and environment.
+    const back = await run(["-s", "p", "run", "sys.executable, f(2), os.getcwd(), os.environ.get('FOO')"], {
+      home: h,
+      cwd: "/",
+      env: { AWREPL_PYTHON: existsSync(other) ? other : "/usr/bin/python3.11", FOO: "caller" },
+    });
+    expect(back.stderr).toContain("restored 4 name(s)");
+    expect(back.stdout).toBe(`('/usr/bin/python3', 10, ${JSON.stringify(realpathSync(where)).replace(/"/g, "'")}, 'made')\n`);
+    if (!existsSync(other)) return;
+    expect((await run(["daemon", "stop"], { home: h })).code).toBe(0);
+    const explicit = await run(["-s", "p", "--python", other, "run", "import sys; sys.executable"], { home: h });
+    expect(explicit.stdout).toBe(`'${other}'\n`);
   });
 });
