@@ -283,6 +283,18 @@ describe("output", () => {
     expect(d.truncated_bytes).toBe(10 ** 6 - 100);
   }, 60_000);
 
+  test("filename: __file__ is the file while the cell runs and the traceback names it", async () => {
+    const s = await start();
+    const file = join(tmp.home, "script.py");
+    const code = "print(__file__)\ndef f():\n    raise ValueError('from the file')\nf()\n";
+    writeFileSync(file, code);
+    const r = await s.execute(code, { filename: file });
+    expect(r.stdout).toBe(`${file}\n`);
+    expect(r.exception).toBe("ValueError: from the file");
+    expect(r.traceback).toContain(`File "${file}", line 3, in f`);
+    expect(r.traceback).toContain("raise ValueError('from the file')");
+  });
+
   test("onOutput sees live output before the result", async () => {
     const s = await start();
     const seen = { stdout: "", stderr: "" };

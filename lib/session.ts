@@ -487,7 +487,8 @@ export class ReplSession implements Session {
     const restored = this.pendingRestore;
     this.pendingRestore = null;
     const recorder = new CellRecorder(this.takeOutputCollector(options.maxOutputBytes ?? this.maxOutputBytes), this.displays, options);
-    const done = worker.request({ type: "execute", code }, recorder);
+    // `filename` (run -f): the runtime names the file in tracebacks and sets __file__ for the cell.
+    const done = worker.request(options.filename ? { type: "execute", code, filename: options.filename } : { type: "execute", code }, recorder);
     const cell = this.watch(worker, worker.lastId, limits.timeoutMs);
     this.running = cell;
     const signal = options.signal;

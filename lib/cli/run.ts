@@ -4,6 +4,7 @@
 // This module is on the hot path (`awrepl -s s run "1+1"`), so it imports nothing heavy at the top:
 // the session, the client and the config loader are loaded when the call needs them, and
 // parseFastRun lets main() skip building the commander program for a well-formed `run` command.
+import { resolve } from "node:path";
 import { ExitCode } from "../errors.ts";
 import { SESSION_NAME } from "../paths.ts";
 import type { ExecResult } from "../protocol.ts";
@@ -92,6 +93,7 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
 
     const live = args.json ? undefined : new LiveEcho(maxOutputBytes, (stream, text) => void writeStream(stream, text));
     const execOptions: ExecuteOptions & { onRawOutput?(stream: "stdout" | "stderr", raw: RawText): void } = { timeoutMs, maxOutputBytes, signal: abort.signal };
+    if (args.file !== undefined && args.file !== "-") execOptions.filename = resolve(args.file);
     // Undecoded: only the head the echo shows is ever decoded, however much the cell prints.
     if (live) execOptions.onRawOutput = (stream, raw) => live.outputRaw(stream, raw);
     const execution = session.execute(code, execOptions).catch((err: unknown) => {

@@ -127,6 +127,18 @@ describe("awrepl run: where the cell comes from", () => {
     }),
   30_000);
 
+  test("-f FILE: __file__ is the file's absolute path and the traceback names it", () =>
+    withHome(async (home) => {
+      const file = join(home, "script.py");
+      writeFileSync(file, "print(__file__)\ndef f():\n    raise ValueError('in the script')\nf()\n");
+      const r = await run(["run", "-f", "script.py"], { home }); // relative to the cwd (home)
+      expect(r.code).toBe(1);
+      expect(r.stdout).toBe(`${file}\n`);
+      expect(r.stderr).toContain(`File "${file}", line 3, in f`);
+      expect(r.stderr.trimEnd().split("\n").at(-1)).toBe("ValueError: in the script");
+    }),
+  30_000);
+
   test("-- lets the code start with a dash", () =>
     withHome(async (home) => {
       const r = await run(["run", "--", "-1 + 3"], { home });
