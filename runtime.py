@@ -659,7 +659,7 @@ def _libc_fflush():
 
 class _Req(object):
     __slots__ = ("msg", "id", "type", "kbi", "pending", "in_user", "task", "done", "failed",
-                 "cancelled", "result")
+                 "cancelled", "result", "filename", "file_prev")
 
     def __init__(self, msg):
         self.msg = msg
@@ -673,6 +673,8 @@ class _Req(object):
         self.failed = False
         self.cancelled = False  # its task was cancelled on behalf of an interrupt
         self.result = None  # the result frame, written together with done (one syscall)
+        self.filename = None  # execute's optional filename: __file__ while the cell runs
+        self.file_prev = _NOTHING
 
 
 _slock = _thread.allocate_lock()
@@ -1058,10 +1060,10 @@ def _mentions_asyncio(co):
     return False
 
 
-def _prepare(code):
+def _prepare(code, filename=None):
     global _cell_no
     _cell_no += 1
-    fn = "<cell-%d>" % _cell_no
+    fn = filename or "<cell-%d>" % _cell_no
     _register_source(fn, code)
     p = _Prep()
     p.code = code
@@ -1206,6 +1208,8 @@ def _finish(r, extra=None, status=None):
             _fail(r, KeyboardInterrupt())
     if r.type == "execute":
         _fast_switching(False)
+        if r.filename is not None:
+            _end_cell_file(r)
     msg = {"event": "done", "id": r.id, "status": status or ("error" if r.failed else "ok")}
     if extra:
         msg.update(extra)
@@ -1220,10 +1224,37 @@ def _finish(r, extra=None, status=None):
             _active = None
 
 
+def _start_cell(r):
+    """The execute request's code, with its optional filename applied (__file__ is set in the
+    namespace while the cell runs); None when the request is malformed and has been answered."""
+    code = r.msg.get("code")
+    if not isinstance(code, str):
+        _bad_request(r, "execute needs a string 'code'")
+        return None
+    filename = r.msg.get("filename")
+    if filename is not None:
+        if not isinstance(filename, str) or not filename or "\x00" in filename:
+            _bad_request(r, "execute 'filename' must be a non-empty string, got %r" % (filename,))
+            return None
+        r.filename = filename
+        r.file_prev = _ns.get("__file__", _NOTHING)
+        _ns["__file__"] = filename
+    return code
+
+
+def _end_cell_file(r):
+    """Put back the __file__ the cell found, unless the cell set its own."""
+    if _ns.get("__file__") is r.filename:
+        if r.file_prev is _NOTHING:
+            _ns.pop("__file__", None)
+        else:
+            _ns["__file__"] = r.file_prev
+
+
 def _exec_sync(r, code):
     """Execute without an event loop; hands over to the loop when the cell needs one."""
     try:
-        p = _prepare(code)
+        p = _prepare(code, r.filename)
     except BaseException as e:
         _fail(r, e, code)
         return _finish(r)
@@ -1368,11 +1399,11 @@ async def _dispatch_one(r, contextvars):
     if _activate(r) and r.type != "shutdown":
         return _interrupted_before_start(r)
     if r.type == "execute":
-        code = r.msg.get("code")
-        if not isinstance(code, str):
-            return _bad_request(r, "execute needs a string 'code'")
+        code = _start_cell(r)
+        if code is None:
+            return
         try:
-            p = _prepare(code)
+            p = _prepare(code, r.filename)
         except BaseException as e:
             _fail(r, e, code)
             return _finish(r)
@@ -1410,10 +1441,9 @@ def _handle_sync(r):
     token = _cell_set(r.id)
     try:
         if r.type == "execute":
-            code = r.msg.get("code")
-            if not isinstance(code, str):
-                return _bad_request(r, "execute needs a string 'code'")
-            _exec_sync(r, code)
+            code = _start_cell(r)
+            if code is not None:
+                _exec_sync(r, code)
         else:
             _run_handler(r)
     except BaseException as e:
