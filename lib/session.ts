@@ -426,6 +426,10 @@ export class ReplSession implements Session {
     const worker = await this.liveWorker();
     const pending = worker.request(body);
     const call = this.watch(worker, worker.lastId, this.timeoutMs);
+    // interrupt() reaches a variables/inspect/... request too (a client that went away, say), unless
+    // it runs inside a cell's turn (an autosave), which interrupt() already targets.
+    const own = this.running === null;
+    if (own) this.running = call;
     let done: DoneEvent;
     try {
       done = await pending;
@@ -446,6 +450,7 @@ export class ReplSession implements Session {
       throw new AwreplError("timeout", `${exceeded} and the session's state was lost${why}`);
     } finally {
       call.disarm();
+      if (own && this.running === call) this.running = null;
     }
     if (call.timedOut && done.status !== "ok") {
       throw new AwreplError("timeout", `The ${body.type} request exceeded the ${this.timeoutMs} ms timeout and was interrupted`);

@@ -14,7 +14,7 @@ import { AwreplError } from "./errors.ts";
 import { ensurePrivateDir } from "./paths.ts";
 import { forgetClosedSession, persistentSessionOptions, snapshotBeforeStop } from "./persistence.ts";
 import { defaultSnapshotPath, readSessionSpec, savedSessionNames, writeSessionSpec } from "./snapshot_store.ts";
-import type { ClientRequest, RequestId, SessionSpec, SupervisorReply } from "./protocol.ts";
+import type { ClientRequest, RequestId, SessionCallRequest, SessionSpec, SupervisorReply } from "./protocol.ts";
 import type { RawText } from "./raw_text.ts";
 import { ReplSession } from "./session.ts";
 import { SpareWorkers } from "./spare.ts";
@@ -228,45 +228,35 @@ class Supervisor {
       abort: new AbortController(),
       fail: (error) => this.reply(conn, { type: "error", id, code: error.code, message: error.message }),
       run: async (session, signal) => {
-        switch (request.op) {
-          case "open":
-            return ok(id, { created, pid: session.pid });
-          case "execute": {
-            // Asked for by a later caller (`run --autosave`): switched on, never off, by a spec.
-            if (request.spec?.autosave === true) session.autosave = true;
-            const stream = request.stream === true;
-            const result = await session.execute(request.code, {
-              timeoutMs: request.timeoutMs,
-              maxOutputBytes: request.maxOutputBytes,
-              signal,
-              // Forwarded as the runtime wrote it: never decoded and re-encoded here.
-              onRawOutput: stream ? (s, raw) => this.streamRaw(conn, s, id, raw) : undefined,
-              onDisplay: stream ? (item) => this.stream(conn, { type: "display", id, item }, 0) : undefined,
-            });
-            result.session = name;
-            // A session re-created from its snapshot says so in `restored`; without one its state is gone.
-            if (created && request.known && !result.restored) {
-              const lost = `Session ${name} was not running (closed, or its supervisor stopped); this call ran in a fresh worker and the earlier state is gone.`;
-              result.notice = result.notice ? `${lost} ${result.notice}` : lost;
-            }
-            this.reply(conn, { type: "result", id, result });
-            return;
+        if (request.op === "execute") {
+          // Asked for by a later caller (`run --autosave`): switched on, never off, by a spec.
+          if (request.spec?.autosave === true) session.autosave = true;
+          const stream = request.stream === true;
+          const result = await session.execute(request.code, {
+            timeoutMs: request.timeoutMs,
+            maxOutputBytes: request.maxOutputBytes,
+            signal,
+            // Forwarded as the runtime wrote it: never decoded and re-encoded here.
+            onRawOutput: stream ? (s, raw) => this.streamRaw(conn, s, id, raw) : undefined,
+            onDisplay: stream ? (item) => this.stream(conn, { type: "display", id, item }, 0) : undefined,
+          });
+          result.session = name;
+          // A session re-created from its snapshot says so in `restored`; without one its state is gone.
+          if (created && request.known && !result.restored) {
+            const lost = `Session ${name} was not running (closed, or its supervisor stopped); this call ran in a fresh worker and the earlier state is gone.`;
+            result.notice = result.notice ? `${lost} ${result.notice}` : lost;
           }
-          case "variables":
-            return ok(id, await session.variables());
-          case "inspect":
-            return ok(id, await session.inspect(request.name));
-          case "reset":
-            await session.reset();
-            return ok(id, null);
-          case "complete":
-            return ok(id, await session.complete(request.code, request.cursor));
-          case "is_complete":
-            return ok(id, await session.isComplete(request.code));
-          case "snapshot":
-            return ok(id, await session.snapshot(request.path));
-          case "restore":
-            return ok(id, await session.restore(request.path));
+          this.reply(conn, { type: "result", id, result });
+          return;
+        }
+        if (request.op === "open") return ok(id, { created, pid: session.pid });
+        // Its client went away (or cancelled it): interrupt the request too, a listing stuck in a __repr__ say.
+        const onAbort = () => void session.interrupt();
+        signal.addEventListener("abort", onAbort, { once: true });
+        try {
+          ok(id, await sessionCall(session, request));
+        } finally {
+          signal.removeEventListener("abort", onAbort);
         }
       },
     };
@@ -488,6 +478,27 @@ class Supervisor {
       this.finished(0);
     })();
     return this.stopping;
+  }
+}
+
+/** The answer to a session request other than execute. */
+async function sessionCall(session: ReplSession, request: SessionCallRequest): Promise<unknown> {
+  switch (request.op) {
+    case "variables":
+      return session.variables();
+    case "inspect":
+      return session.inspect(request.name);
+    case "reset":
+      await session.reset();
+      return null;
+    case "complete":
+      return session.complete(request.code, request.cursor);
+    case "is_complete":
+      return session.isComplete(request.code);
+    case "snapshot":
+      return session.snapshot(request.path);
+    case "restore":
+      return session.restore(request.path);
   }
 }
 

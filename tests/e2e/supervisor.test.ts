@@ -282,6 +282,25 @@ describe("interrupts", () => {
     expect(await workerPid(h, "a")).toBe(before);
   });
 
+  test("a client killed during vars or inspect gets that request interrupted, so the next call does not wait for it", async () => {
+    const h = home();
+    // A long session timeout: without the interrupt the next call would wait far beyond the command timeout.
+    const made = await run(["-s", "r", "run", "class Slow:\n    def __repr__(self):\n        while True: pass\ns = Slow()"], {
+      home: h,
+      env: { AWREPL_TIMEOUT_MS: "300000" },
+    });
+    expect(made.code).toBe(0);
+    for (const args of [["vars"], ["inspect", "s"]]) {
+      const stuck = await start(["-s", "r", ...args], { home: h });
+      await Bun.sleep(1000); // an agent's tool timeout
+      stuck.child.kill("SIGKILL");
+      await stuck.result;
+      const next = await run(["-s", "r", "run", "'next'"], { home: h });
+      expect(next.stdout).toBe("'next'\n");
+      expect(next.timedOut).toBe(false);
+    }
+  }, 90_000);
+
   test("interrupt without a session is a one-line usage error", async () => {
     const h = home();
     const r = await run(["interrupt"], { home: h });
