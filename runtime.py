@@ -943,6 +943,7 @@ def _fail(r, e, code=None):
     if code is not None and not isinstance(e, KeyboardInterrupt):
         try:
             extra.extend(_remedies(e))
+            extra.extend(_loop_hint(e))
         except Exception:
             pass
         key = (hash(code), len(code))  # not the code itself: a failing 10 MB cell stays small here
@@ -959,6 +960,18 @@ def _fail(r, e, code=None):
 
 
 def _remedies(e):  # replaced below by the signatures module section
+    return []
+
+
+_NESTED_LOOP_ERRORS = ("cannot be called from a running event loop", "event loop is already running",
+                       "while another loop is running")
+
+
+def _loop_hint(e):
+    if isinstance(e, RuntimeError) and any(m in _safe_str(e) for m in _NESTED_LOOP_ERRORS):
+        return ["[awrepl] awrepl runs cells on a persistent event loop: use `await main()` at top level "
+                "instead of `asyncio.run(main())` (a cell with no top-level await may call "
+                "asyncio.run() directly).\n"]
     return []
 
 
@@ -980,7 +993,7 @@ _NOTHING = object()
 
 
 class _Prep(object):
-    __slots__ = ("body", "tail", "explicit_await", "needs_loop", "code")
+    __slots__ = ("body", "tail", "explicit_await", "needs_loop", "code", "outside_loop")
 
 
 _pending_sources = []  # cell sources waiting for linecache (importing it costs re and tokenize)
@@ -1078,7 +1091,7 @@ def _prepare(code, filename=None):
             p.body = None
             p.needs_loop = "asyncio" in sys.modules or bool(p.tail.co_flags & _CO_COROUTINE) \
                 or _mentions_asyncio(p.tail)
-            return p
+            return _outside_loop(p)
     _ast = _imp("_ast")
     tree = compile(code, fn, "exec", _AST_ONLY | _TLA, dont_inherit=True)
     body = tree.body
@@ -1099,7 +1112,45 @@ def _prepare(code, filename=None):
         if c is not None and not needs:
             needs = bool(c.co_flags & _CO_COROUTINE) or _mentions_asyncio(c)
     p.needs_loop = needs
+    return _outside_loop(p)
+
+
+# Calls that start an event loop of their own, which Python refuses inside a running one.
+_LOOP_RUNNERS = ("asyncio.run(", "run_until_complete(", "run_forever(")
+
+
+def _outside_loop(p):
+    """A cell that calls asyncio.run() (or runs a loop of its own) and has no top-level await runs
+    as a script would: without a loop (none exists yet), or with the session's loop hidden while
+    its code runs (see _run_outside_loop)."""
+    p.outside_loop = False
+    code = p.code
+    if any(c is not None and c.co_flags & _CO_COROUTINE for c in (p.body, p.tail)):
+        return p
+    for runner in _LOOP_RUNNERS:
+        if runner in code:
+            p.outside_loop = True
+            p.needs_loop = False
+            break
     return p
+
+
+def _run_outside_loop(p):
+    """Run p on the loop's thread as if no loop were running: asyncio.run() makes and closes a loop
+    of its own. The session's loop is paused meanwhile, as it is during any synchronous cell."""
+    events = _asyncio.events
+    running = events._get_running_loop()
+    events._set_running_loop(None)
+    try:
+        if p.body is not None:
+            exec(p.body, _ns)
+        return eval(p.tail, _ns) if p.tail is not None else None
+    finally:
+        events._set_running_loop(running)
+        try:
+            _asyncio.set_event_loop(_loop)  # asyncio.run() ends with set_event_loop(None)
+        except Exception:
+            pass
 
 
 _SETTLE_NAME = "__awrepl_settle__"
@@ -1285,7 +1336,9 @@ async def _cell_async(r, p, value=_NOTHING):
             _checkpoint(r)
             r.in_user = True
             try:
-                if value is _NOTHING:
+                if value is _NOTHING and p.outside_loop:
+                    value = _run_outside_loop(p)
+                elif value is _NOTHING:
                     value = None
                     if p.body is not None:
                         v = eval(p.body, _ns)
