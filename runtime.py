@@ -17,7 +17,7 @@ Full description: docs/protocol.md.
 
 Requests (host -> runtime); (+) marks awrepl's additions to protocol v3:
 
-    {"type":"execute","id":ID,"code":STR}
+    {"type":"execute","id":ID,"code":STR,"filename":STR?(+)}   tracebacks name it; __file__ for the cell
     {"type":"interrupt"}  {"type":"interrupt","id":ID}          no done
     {"type":"host_reply","id":ID,"data":OBJ}                     no done
     {"type":"snapshot","id":ID,"path":STR,"manifest_path":STR,

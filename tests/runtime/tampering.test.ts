@@ -88,3 +88,12 @@ describe("user code tampering with builtins and modules", () => {
     expect((await rt.exec("6")).result).toBe("6");
   });
 });
+
+test("through the remote bootstrap too: del builtins.len and __import__ = None leave the runtime serving", async () => {
+  const rt = await Runtime.start({ bootstrap: true });
+  await rt.exec("x = [1, 2]");
+  expect((await rt.exec("import builtins\ndel builtins.len\nbuiltins.__import__ = None\n3")).result).toBe("3");
+  expect((await rt.exec("x")).result).toBe("[1, 2]");
+  const v = await rt.request({ type: "variables" });
+  expect((v.done.variables as Record<string, string>).x).toBe("list: [1, 2]");
+});
