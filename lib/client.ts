@@ -27,6 +27,8 @@ export type AttachOptions = SessionOptions & {
    * session re-created from its snapshot keeps the interpreter it was created with instead.
    */
   defaultPython?: string;
+  /** Only an existing session, or one with a snapshot to restore: never create a fresh one (session_not_found). */
+  existing?: boolean;
 };
 
 export async function attach(name: string, options: AttachOptions = {}, early?: EarlyConnection): Promise<RemoteSession> {
@@ -278,6 +280,7 @@ function sessionSpec(options: AttachOptions, env: NodeJS.ProcessEnv): SessionSpe
     maxOutputBytes: options.maxOutputBytes,
     graceMs: options.graceMs,
     autosave: options.autosave,
+    existing: options.existing || undefined,
   };
 }
 

@@ -181,6 +181,11 @@ export type SessionSpec = {
    * interpreter saved with the session when the session is re-created from its snapshot.
    */
   pythonGiven?: boolean;
+  /**
+   * Use the session only if it runs or has a snapshot to restore: a missing one with nothing saved
+   * is `session_not_found`, not created empty (read-only commands: a typo must not look like lost state).
+   */
+  existing?: boolean;
 };
 
 export type RequestId = number | string;

@@ -221,6 +221,9 @@ class Supervisor {
     }
     // Everything else runs in the session's FIFO.
     const { id, session: name } = request;
+    if (request.spec?.existing && !this.sessions.has(name) && !existsSync(defaultSnapshotPath(this.paths.home, name))) {
+      throw new AwreplError("session_not_found", `No session named ${JSON.stringify(name)}`);
+    }
     let created = false;
     const call: Call = {
       owner: conn,

@@ -89,6 +89,7 @@ function checkSpec(spec: unknown): asserts spec is SessionSpec {
   for (const key of ["timeoutMs", "maxOutputBytes", "graceMs"]) checkCount(s, key, "spec.");
   checkFlag(s, "autosave", "spec.");
   checkFlag(s, "pythonGiven", "spec.");
+  checkFlag(s, "existing", "spec.");
   if (s.env !== undefined) {
     if (typeof s.env !== "object" || s.env === null || Array.isArray(s.env)) throw usage("spec.env must be an object of strings");
     for (const [k, v] of Object.entries(s.env)) {

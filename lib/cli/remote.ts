@@ -19,7 +19,7 @@ export function registerRemoteCommands(program: Command, ctx: CliContext): void 
     .description("list the session's variables (name and short repr)")
     .option("--json", "print one JSON object")
     .action(async (opts: { json?: boolean }) => {
-      const vars = await withSession(ctx, (s) => s.variables());
+      const vars = await withSession(ctx, (s) => s.variables(), EXISTING);
       if (opts.json) return print(JSON.stringify(vars));
       const names = Object.keys(vars);
       const width = Math.min(24, Math.max(0, ...names.map((n) => n.length)));
@@ -32,7 +32,7 @@ export function registerRemoteCommands(program: Command, ctx: CliContext): void 
     .argument("<name>", "a name in the session's namespace")
     .option("--json", "print one JSON object")
     .action(async (name: string, opts: { json?: boolean }) => {
-      const info = await withSession(ctx, (s) => s.inspect(name));
+      const info = await withSession(ctx, (s) => s.inspect(name), EXISTING);
       if (opts.json) return print(JSON.stringify(info));
       print(
         Object.entries(info)
@@ -46,7 +46,7 @@ export function registerRemoteCommands(program: Command, ctx: CliContext): void 
     .command("reset")
     .description("clear the session's namespace (the worker keeps running)")
     .action(async () => {
-      await withSession(ctx, (s) => s.reset());
+      await withSession(ctx, (s) => s.reset(), EXISTING);
     });
 
   program
@@ -56,7 +56,16 @@ export function registerRemoteCommands(program: Command, ctx: CliContext): void 
       const name = requireSession(ctx);
       const { interruptSession } = await import("../client.ts");
       const interrupted = await interruptSession(name, client());
-      if (!interrupted) process.stderr.write(`Session ${name} was not running a cell\n`);
+      if (!interrupted) {
+        const [{ listSessions }, { savedSessionNames }, { resolveHome }] = await Promise.all([
+          import("../client.ts"),
+          import("../snapshot_store.ts"),
+          import("../supervisor_paths.ts"),
+        ]);
+        const known = (await listSessions(client())).some((r) => r.name === name) || savedSessionNames(resolveHome(client())).includes(name);
+        if (!known) throw new AwreplError("session_not_found", `No session named ${JSON.stringify(name)}`);
+        process.stderr.write(`Session ${name} was not running a cell\n`);
+      }
     });
 
   program
@@ -66,7 +75,7 @@ export function registerRemoteCommands(program: Command, ctx: CliContext): void 
     .option("--json", "print one JSON object")
     .action(async (path: string | undefined, opts: { json?: boolean }) => {
       // A relative path is the caller's, not the session's working directory.
-      const report = await withSession(ctx, (s) => s.snapshot(path === undefined ? undefined : resolve(path)));
+      const report = await withSession(ctx, (s) => s.snapshot(path === undefined ? undefined : resolve(path)), EXISTING);
       print(opts.json ? JSON.stringify(report) : snapshotText(report));
     });
 
@@ -200,9 +209,12 @@ function requireSession(ctx: CliContext): string {
   return name;
 }
 
-async function withSession<T>(ctx: CliContext, fn: (s: RemoteSession) => Promise<T>): Promise<T> {
+/** Commands that only read or act on a session: a name with no session and no snapshot is an error. */
+const EXISTING = true;
+
+async function withSession<T>(ctx: CliContext, fn: (s: RemoteSession) => Promise<T>, existing = false): Promise<T> {
   const name = requireSession(ctx);
-  const session = await attach(name, attachOptions(ctx));
+  const session = await attach(name, { ...attachOptions(ctx), existing });
   try {
     return await fn(session);
   } finally {

@@ -424,6 +424,24 @@ describe("session commands", () => {
     }
   });
 
+  test("vars, inspect, reset, interrupt and snapshot on a name with no session and no snapshot fail and create nothing", async () => {
+    const h = home();
+    expect((await run(["-s", "real", "run", "x = 1"], { home: h })).code).toBe(0);
+    for (const args of [["vars"], ["inspect", "x"], ["reset"], ["interrupt"], ["snapshot"], ["vars", "--json"]]) {
+      const r = await run(["-s", "typo", ...args], { home: h });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toBe('awrepl: No session named "typo"\n');
+    }
+    const sessions = await run(["sessions", "--json"], { home: h });
+    expect((JSON.parse(sessions.stdout) as { name: string }[]).map((s) => s.name)).toEqual(["real"]);
+    // A name that exists only as a snapshot is restored as before; run still creates on first use.
+    expect((await run(["close", "--keep", "real"], { home: h })).code).toBe(0);
+    const vars = await run(["-s", "real", "vars"], { home: h });
+    expect(vars.code).toBe(0);
+    expect(vars.stdout).toContain("x");
+    expect((await run(["-s", "fresh", "run", "1"], { home: h })).stdout).toBe("1\n");
+  });
+
   test("Ctrl-C on run interrupts the cell, exits 130 and keeps the session", async () => {
     const h = home();
     await run(["-s", "a", "run", "kept = 1"], { home: h });
