@@ -1,8 +1,8 @@
 // The commands that talk to the supervisor: vars, inspect, reset, interrupt, snapshot, restore,
 // sessions, close, daemon, and the hidden `__supervisor` subcommand the client re-executes to start
 // the supervisor.
-import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import type { Command } from "commander";
 import { type AttachOptions, type RemoteSession, attach } from "../client.ts";
 import { SUPERVISOR_SUBCOMMAND } from "../client_start.ts";
@@ -75,7 +75,11 @@ export function registerRemoteCommands(program: Command, ctx: CliContext): void 
     .option("--json", "print one JSON object")
     .action(async (path: string | undefined, opts: { json?: boolean }) => {
       // A relative path is the caller's, not the session's working directory.
-      const report = await withSession(ctx, (s) => s.snapshot(path === undefined ? undefined : resolve(path)), EXISTING);
+      const target = path === undefined ? undefined : resolve(path);
+      if (target !== undefined && !isDirectory(dirname(target))) {
+        throw usageError(`Cannot write a snapshot to ${target}: the directory ${dirname(target)} does not exist`);
+      }
+      const report = await withSession(ctx, (s) => s.snapshot(target), EXISTING);
       print(opts.json ? JSON.stringify(report) : snapshotText(report));
     });
 
@@ -85,7 +89,9 @@ export function registerRemoteCommands(program: Command, ctx: CliContext): void 
     .argument("[path]", "the snapshot to load")
     .option("--json", "print one JSON object")
     .action(async (path: string | undefined, opts: { json?: boolean }) => {
-      const report = await withSession(ctx, (s) => s.restore(path === undefined ? undefined : resolve(path)));
+      const source = path === undefined ? undefined : resolve(path);
+      if (source !== undefined && !existsSync(source)) throw usageError(`No snapshot at ${source}`);
+      const report = await withSession(ctx, (s) => s.restore(source));
       print(opts.json ? JSON.stringify(report) : restoreText(report));
     });
 
@@ -220,6 +226,10 @@ async function withSession<T>(ctx: CliContext, fn: (s: RemoteSession) => Promise
   } finally {
     await session.close();
   }
+}
+
+function isDirectory(path: string): boolean {
+  return statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
 }
 
 function print(text: string): void {

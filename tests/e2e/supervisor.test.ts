@@ -442,6 +442,28 @@ describe("session commands", () => {
     expect((await run(["-s", "fresh", "run", "1"], { home: h })).stdout).toBe("1\n");
   });
 
+  test("restore from a missing file and snapshot into a missing directory are usage errors naming the path; --json prints one error object", async () => {
+    const h = home();
+    expect((await run(["-s", "sn", "run", "x = 1"], { home: h })).code).toBe(0);
+    const missing = join(h, "nope.pkl");
+    const restore = await run(["-s", "sn", "restore", missing], { home: h });
+    expect(restore.code).toBe(2);
+    expect(restore.stderr).toBe(`awrepl: No snapshot at ${missing}\n`);
+    const intoNowhere = join(h, "no-such-dir", "x.pkl");
+    const snap = await run(["-s", "sn", "snapshot", intoNowhere], { home: h });
+    expect(snap.code).toBe(2);
+    expect(snap.stderr).toContain(intoNowhere);
+    for (const args of [["restore", missing, "--json"], ["snapshot", intoNowhere, "--json"]]) {
+      const r = await run(["-s", "sn", ...args], { home: h });
+      expect(r.code).toBe(2);
+      const parsed = JSON.parse(r.stdout) as { error: { code: string; message: string } };
+      expect(parsed.error.code).toBe("usage");
+      expect(parsed.error.message).toContain(args[1] as string);
+    }
+    // The session is untouched.
+    expect((await run(["-s", "sn", "run", "x"], { home: h })).stdout).toBe("1\n");
+  });
+
   test("Ctrl-C on run interrupts the cell, exits 130 and keeps the session", async () => {
     const h = home();
     await run(["-s", "a", "run", "kept = 1"], { home: h });
