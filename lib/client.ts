@@ -115,6 +115,7 @@ export class RemoteSession implements Session {
           stream: Boolean(onOutput || onDisplay || onRawOutput),
           spec: this.spec,
           known: this.used,
+          filename: options.filename,
         },
         onStream,
         onRaw,

@@ -206,6 +206,8 @@ export type ExecuteCallRequest = {
   spec?: SessionSpec;
   /** The client used this session before: if it has to be created now, the result says the state is gone. */
   known?: boolean;
+  /** The file the code came from (`run -f`): tracebacks name it and `__file__` is set (ExecuteOptions.filename). At most 4096 characters. */
+  filename?: string;
 };
 export type SessionCallRequest =
   | { op: "variables"; id: RequestId; session: string; spec?: SessionSpec }

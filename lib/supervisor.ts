@@ -238,6 +238,7 @@ class Supervisor {
           const result = await session.execute(request.code, {
             timeoutMs: request.timeoutMs,
             maxOutputBytes: request.maxOutputBytes,
+            filename: request.filename,
             signal,
             // Forwarded as the runtime wrote it: never decoded and re-encoded here.
             onRawOutput: stream ? (s, raw) => this.streamRaw(conn, s, id, raw) : undefined,

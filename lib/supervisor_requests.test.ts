@@ -37,6 +37,9 @@ describe("parseRequestLine", () => {
     expect(errorOf(JSON.stringify({ op: "close_all", id: 1, keep: 1 })).error.message).toContain("keep");
     expect(errorOf(JSON.stringify({ op: "open", id: 1, session: "a", spec: { autosave: "on" } })).error.message).toContain("spec.autosave");
     expect("request" in parseRequestLine(JSON.stringify({ op: "close", id: 1, session: "a", keep: true }))).toBe(true);
+    expect(errorOf(JSON.stringify({ op: "execute", id: 1, session: "a", code: "x", filename: 3 })).error.message).toContain("filename");
+    expect(errorOf(JSON.stringify({ op: "execute", id: 1, session: "a", code: "x", filename: "a".repeat(4097) })).error.code).toBe("usage");
+    expect("request" in parseRequestLine(JSON.stringify({ op: "execute", id: 1, session: "a", code: "x", filename: "/tmp/x.py" }))).toBe(true);
   });
 
   test("hello needs its protocol and version; stop needs nothing", () => {

@@ -30,6 +30,9 @@ export function parseRequestLine(line: string): ParsedLine {
   }
 }
 
+/** Longest `filename` of an execute (a path; PATH_MAX on Linux). */
+const MAX_FILENAME = 4096;
+
 function checkRequest(obj: Record<string, unknown>): ClientRequest {
   const op = obj.op;
   if (typeof op !== "string" || !KNOWN_OPS.has(op)) throw protocolError(`Unknown op ${preview(JSON.stringify(op ?? null))}`);
@@ -54,6 +57,9 @@ function checkRequest(obj: Record<string, unknown>): ClientRequest {
       checkCount(obj, "timeoutMs");
       checkCount(obj, "maxOutputBytes");
       for (const flag of ["stream", "known"]) checkFlag(obj, flag);
+      if (obj.filename !== undefined && (typeof obj.filename !== "string" || obj.filename.length > MAX_FILENAME)) {
+        throw usage(`filename must be a string of at most ${MAX_FILENAME} characters`);
+      }
       break;
     case "inspect":
       checkString(obj, "name");

@@ -1,7 +1,7 @@
 // The supervisor end to end, through the compiled binary: named sessions across processes, ordering,
 // start-up races, crashes, hostile input on the socket, permissions, and that nothing is left behind.
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { processAlive } from "../../lib/supervisor_lock.ts";
@@ -462,6 +462,16 @@ describe("session commands", () => {
     }
     // The session is untouched.
     expect((await run(["-s", "sn", "run", "x"], { home: h })).stdout).toBe("1\n");
+  });
+
+  test("run -f in a named session: __file__ is the file and its traceback names it", async () => {
+    const h = home();
+    const script = join(h, "script.py");
+    writeFileSync(script, "print(__file__)\n\nraise ValueError('from the file')\n");
+    const r = await run(["-s", "f", "run", "-f", script], { home: h });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe(`${script}\n`);
+    expect(r.stderr).toContain(`File "${script}", line 3`);
   });
 
   test("Ctrl-C on run interrupts the cell, exits 130 and keeps the session", async () => {
