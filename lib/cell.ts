@@ -2,7 +2,7 @@
 // trailing value, the error, and the status — including the two ways a cell can lose the session's
 // state (killed at its deadline, or the worker died), which the result says in so many words.
 import type { DisplayWriter } from "./display.ts";
-import { capText, type OutputCollector, type Stream } from "./output.ts";
+import { capEntries, capText, type CappedText, type OutputCollector, type Stream } from "./output.ts";
 import type { RawText } from "./raw_text.ts";
 import type { DisplayItem, DoneEvent, ErrorEvent, ExecResult, ExecStatus } from "./protocol.ts";
 import type { ExecuteOptions } from "./types.ts";
@@ -80,7 +80,10 @@ export class CellRecorder implements RequestHandlers {
 
   /** One field on its own under the output limit (head, marker line, tail); what it lost is counted. */
   private cap(text: string): string {
-    const capped = capText(text, this.collected.limit);
+    return this.count(capText(text, this.collected.limit));
+  }
+
+  private count(capped: CappedText): string {
     this.cutBytes += capped.dropped;
     return capped.text;
   }
@@ -88,7 +91,7 @@ export class CellRecorder implements RequestHandlers {
   error(event: ErrorEvent): void {
     // Cut as it arrives too; the message is kept as the `exception` it becomes.
     this.exceptionText = this.cap(`${event.ename}: ${event.evalue}`);
-    this.failure = { ...event, evalue: "", traceback: [this.cap(event.traceback.join(""))] };
+    this.failure = { ...event, evalue: "", traceback: [this.count(capEntries(event.traceback, this.collected.limit))] };
   }
 
   /** The result of a cell whose `done` arrived. */

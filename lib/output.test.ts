@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { capText, OutputCollector, truncationMarker, utf8Length, utf8Prefix, utf8Suffix } from "./output.ts";
+import { capEntries, capText, OutputCollector, truncationMarker, utf8Length, utf8Prefix, utf8Suffix } from "./output.ts";
 
 /**
  * Checks that `kept` is a head of `written`, one marker line, and a tail of `written`, with exactly the
@@ -186,5 +186,34 @@ describe("capText", () => {
 
   test("a head ending in a newline gets no extra line break", () => {
     expect(capText("ab\ncdefgh", 6)).toEqual({ text: `ab\n${truncationMarker(3)}fgh`, dropped: 3 });
+  });
+});
+
+describe("capEntries", () => {
+  const frames = ['Traceback (most recent call last):\n', '  File "<cell-1>", line 2, in f\n    raise ValueError(x)\n'];
+
+  test("entries within the limit are joined whole", () => {
+    expect(capEntries([...frames, "ValueError: short\n"], 1000)).toEqual({ text: `${frames.join("")}ValueError: short\n`, dropped: 0 });
+  });
+
+  test("a huge exception line is cut and the frames are kept whole", () => {
+    const message = `ValueError: ${"e".repeat(10_000)}\n`;
+    const capped = capEntries([...frames, message], 1000);
+    const share = 1000 - Buffer.byteLength(frames.join(""));
+    expect(capped.dropped).toBe(message.length - share);
+    expect(capped.text).toBe(frames.join("") + capText(message, share).text);
+  });
+
+  test("two huge entries share the limit evenly", () => {
+    const a = "a".repeat(5000);
+    const b = "b".repeat(3000);
+    const capped = capEntries(["x\n", a, b], 1002);
+    expect(capped.text).toBe(`x\n${capText(a, 500).text}${capText(b, 500).text}`);
+    expect(capped.dropped).toBe(5000 - 500 + 3000 - 500);
+  });
+
+  test("too many entries for a useful share: the joined text is cut", () => {
+    const entries = Array.from({ length: 100 }, (_, i) => `  File "f.py", line ${i}\n`);
+    expect(capEntries(entries, 300)).toEqual(capText(entries.join(""), 300));
   });
 });

@@ -89,6 +89,41 @@ export function capText(text: string, limit: number): CappedText {
   return { text: joinCut(head, dropped, tail), dropped };
 }
 
+/** Below this share per entry, capEntries cuts the joined text instead (the entries would be unreadable). */
+const MIN_ENTRY_SHARE = 64;
+
+/**
+ * Entries (a traceback's frames and exception lines) joined under one limit, the largest cut first:
+ * each entry keeps up to an even share of the limit, and the ones over it are cut to it, so a
+ * 10 MB exception message cannot push the frames out. With too many entries for a useful share,
+ * the joined text is cut like capText.
+ */
+export function capEntries(entries: readonly string[], limit: number): CappedText {
+  const sizes = entries.map(utf8Length);
+  if (sizes.reduce((a, b) => a + b, 0) <= limit) return { text: entries.join(""), dropped: 0 };
+  const ascending = [...sizes].sort((a, b) => a - b);
+  let rest = limit;
+  let share = 0;
+  for (let i = 0; i < ascending.length; i++) {
+    const even = Math.floor(rest / (ascending.length - i));
+    const size = ascending[i] as number;
+    if (size > even) {
+      share = even;
+      break;
+    }
+    rest -= size;
+  }
+  if (share < MIN_ENTRY_SHARE) return capText(entries.join(""), limit);
+  let dropped = 0;
+  const kept = entries.map((entry, i) => {
+    if ((sizes[i] as number) <= share) return entry;
+    const capped = capText(entry, share);
+    dropped += capped.dropped;
+    return capped.text;
+  });
+  return { text: kept.join(""), dropped };
+}
+
 /** Head, one marker line for the bytes dropped (none when nothing was), tail. */
 function joinCut(head: string, dropped: number, tail: string): string {
   if (dropped === 0) return head + tail;

@@ -277,6 +277,12 @@ describe("output", () => {
     expect(Buffer.byteLength(r.traceback)).toBeLessThan(100 + 40);
     expect(r.truncated).toBe(true);
     expect(r.truncated_bytes).toBeGreaterThan(2 * (10 ** 6 - 100));
+    // With room for them, the frames are kept whole: only the message is cut.
+    const framed = await s.execute("def f():\n    raise ValueError('e' * 10**6)\nf()", { maxOutputBytes: 1000 });
+    expect(framed.traceback).toContain('File "<cell-2>", line 2, in f\n');
+    expect(framed.traceback).toContain("ValueError: eee");
+    expect(framed.traceback).toContain(" bytes truncated] ...\n");
+    expect(Buffer.byteLength(framed.traceback)).toBeLessThan(1000 + 40);
     const d = await s.execute("import awrepl\nawrepl.emit({'text/plain': 'z' * 10**6})");
     const text = d.display[0]?.["text/plain"] ?? "";
     expect(text).toBe(`${"z".repeat(50)}\n${truncationMarker(10 ** 6 - 100)}${"z".repeat(50)}`);

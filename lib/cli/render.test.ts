@@ -65,6 +65,12 @@ describe("renderText", () => {
     expect(shortTraceback(tb)).toBe('  File "<cell-3>", line 9, in <module>\n    raise ValueError("bad config")\nValueError: bad config');
   });
 
+  test("a huge message cut in both the traceback and the exception is said once", () => {
+    const tb = 'Traceback (most recent call last):\n  File "<cell-1>", line 1, in <module>\n    raise ValueError(x)\nValueError: eee\n... [900 bytes truncated] ...\neee\n';
+    const text = formatFailure(result({ status: "error", exception: "ValueError: eeee\n... [898 bytes truncated] ...\neeee", traceback: tb }), false);
+    expect(text).toBe('  File "<cell-1>", line 1, in <module>\n    raise ValueError(x)\nValueError: eee\n... [900 bytes truncated] ...\neee');
+  });
+
   test("no traceback: the exception line, or a word for the status", () => {
     expect(formatFailure(result({ status: "timeout", exception: "TimeoutError: cell exceeded 500 ms" }), false)).toBe("TimeoutError: cell exceeded 500 ms");
     expect(formatFailure(result({ status: "interrupted" }), false)).toBe("KeyboardInterrupt");

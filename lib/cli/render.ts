@@ -106,13 +106,17 @@ export function formatFailure(result: ExecResult, full: boolean): string {
   return text;
 }
 
-/** True when the traceback text already ends with the exception (a SyntaxError's may word it shorter). */
+/**
+ * True when the traceback text already ends with the exception: its `Type: message` line after the
+ * last frame (a SyntaxError's may word it shorter; a huge message is cut there with its own marker).
+ */
 function endsWithException(text: string, exception: string): boolean {
   const exc = exception.replace(/\n+$/, "");
   if (text.endsWith(exc)) return true;
   const type = exc.split(":")[0] as string;
-  const last = text.slice(text.lastIndexOf("\n") + 1);
-  return last === type || last.startsWith(`${type}:`);
+  const lines = text.split("\n");
+  const at = lines.findLastIndex((l) => l === type || l.startsWith(`${type}:`));
+  return at >= 0 && !lines.slice(at + 1).some((l) => l.startsWith("  File "));
 }
 
 function statusWord(result: ExecResult): string {
