@@ -131,11 +131,16 @@ describe("awrepl run: where the cell comes from", () => {
     withHome(async (home) => {
       const file = join(home, "script.py");
       writeFileSync(file, "print(__file__)\ndef f():\n    raise ValueError('in the script')\nf()\n");
-      const r = await run(["run", "-f", "script.py"], { home }); // relative to the cwd (home)
-      expect(r.code).toBe(1);
-      expect(r.stdout).toBe(`${file}\n`);
-      expect(r.stderr).toContain(`File "${file}", line 3, in f`);
-      expect(r.stderr.trimEnd().split("\n").at(-1)).toBe("ValueError: in the script");
+      for (const session of [[], ["-s", "named"]]) {
+        const r = await run([...session, "run", "-f", "script.py"], { home }); // relative to the cwd (home)
+        expect(r.code).toBe(1);
+        expect(r.stdout).toBe(`${file}\n`);
+        expect(r.stderr).toContain(`File "${file}", line 3, in f`);
+        expect(r.stderr.trimEnd().split("\n").at(-1)).toBe("ValueError: in the script");
+      }
+      // Only for that cell: the session's next cell has no __file__.
+      const after = await run(["-s", "named", "run", "'__file__' in globals()"], { home });
+      expect(after.stdout).toBe("False\n");
     }),
   30_000);
 
