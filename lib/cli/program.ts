@@ -195,7 +195,7 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
     .command("run")
     .description("run one cell: CODE, - (stdin), -f FILE, or piped stdin")
     .argument("[code]", "Python code; - reads stdin (use -- before code that starts with -)")
-    .option("-f, --file <file>", "read the cell from FILE")
+    .option("-f, --file <file>", "read the cell from FILE (__file__ is set to it; tracebacks name it)")
     .option("--json", "print exactly one JSON object: the ExecResult")
     .option("--traceback", "show every traceback frame (default: the failing cell line and the error)")
     .addOption(new Option("--timeout <ms>", "per-cell timeout in ms, 0 = none (default 30000)").argParser(count("milliseconds")))
