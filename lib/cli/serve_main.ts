@@ -29,7 +29,8 @@ export async function serve(ctx: CliContext, flags: ServeOptions): Promise<numbe
   const options: SessionOptions = { timeoutMs, maxOutputBytes, graceMs: config.graceMs, python: flags.python ?? config.python, cwd: process.cwd(), home };
   let session: Session;
   if (name !== undefined) {
-    const open = () => attach(name, { ...options, clientEnv: ctx.env });
+    // Only --python beats the interpreter a session restored from its snapshot was created with.
+    const open = () => attach(name, { ...options, python: flags.python, defaultPython: config.python, clientEnv: ctx.env });
     session = new ReattachingSession(await open(), open);
     // attach() makes no round trip; the first call creates the session, so a bad interpreter is
     // reported now, before the banner, and the banner can say which Python runs it.
