@@ -792,9 +792,17 @@ def _current_task():
 
 def _on_sigint(signum, frame):
     """Main thread. Raise KeyboardInterrupt where it belongs, or cancel the cell's task."""
-    global _kbi_deferred, _sig_for
+    global _kbi_deferred, _sig_for, _repr_expired
     if _forked:
         raise KeyboardInterrupt
+    tok = _repr_expired
+    if tok is not None:  # sent by a repr budget (_repr_budget): ends that one repr, nothing else
+        _repr_expired = None
+        a = _active
+        if a is not None and not a.kbi:
+            if tok is _repr_clock[0] and a.in_user and not _wlock_owned():
+                raise _ReprTimedOut()
+            return  # that repr has finished since
     r = _active
     s = _sig_for
     _sig_for = None
@@ -1809,16 +1817,53 @@ def _short_repr(v, limit=120):
     return text
 
 
+REPR_BUDGET_SECONDS = 0.1  # per value in variables/inspect: a lazy proxy must not stall a listing
+_repr_clock = (None, 0.0)  # main thread: (token of the repr running now, its start), else (None, 0)
+_repr_expired = None  # budget thread -> _on_sigint: the token whose budget ran out
+_repr_budget_for = None  # the request a budget thread watches
+
+
+class _ReprTimedOut(KeyboardInterrupt):
+    pass
+
+
+def _repr_budget(r):
+    """Thread: SIGINT the main thread once a value's repr has run past its budget. _on_sigint
+    raises _ReprTimedOut only if that same repr is still running, so a late signal is dropped."""
+    global _repr_expired
+    _block_sigint()
+    sent = None
+    while not r.done and _active is r:
+        tok, started = _repr_clock
+        if tok is not None and tok is not sent and _monotonic() - started > REPR_BUDGET_SECONDS:
+            sent = tok
+            _repr_expired = tok
+            try:
+                _signal.pthread_kill(_main_ident, _signal.SIGINT)
+            except Exception:
+                return
+        _sleep(0.02)
+
+
 def _guarded_repr(r, v, limit=120):
-    """_short_repr inside a request: an interrupt aimed at the request ends it (the caller's
-    KeyboardInterrupt), while a KeyboardInterrupt the user's __repr__ raises by itself only marks
-    this one value."""
+    """_short_repr inside a request, within REPR_BUDGET_SECONDS (a pure-Python __repr__; C code
+    cannot be broken). An interrupt aimed at the request ends it (the caller's KeyboardInterrupt),
+    while a KeyboardInterrupt the user's __repr__ raises by itself only marks this one value."""
+    global _repr_clock, _repr_budget_for
+    if r is not None and _use_signal and _repr_budget_for is not r:
+        _repr_budget_for = r
+        _thread.start_new_thread(_repr_budget, (r,))
+    _repr_clock = (object(), _monotonic())
     try:
         return _short_repr(v, limit)
+    except _ReprTimedOut:
+        return "<repr timed out after %d ms>" % (REPR_BUDGET_SECONDS * 1000)
     except KeyboardInterrupt:
         if r is None or r.kbi:
             raise
         return "<repr failed: KeyboardInterrupt>"
+    finally:
+        _repr_clock = (None, 0.0)
 
 
 def _type_name(v):
@@ -1837,7 +1882,11 @@ def _h_variables(r):
         r.in_user = True  # a user __repr__ may run long: interruptible
         try:
             _checkpoint(r)
-            out[name] = "%s: %s" % (_type_name(v), _guarded_repr(r, v))
+            try:
+                text = _guarded_repr(r, v)
+            except _ReprTimedOut:  # landed just as the repr returned
+                text = "<repr timed out after %d ms>" % (REPR_BUDGET_SECONDS * 1000)
+            out[name] = "%s: %s" % (_type_name(v), text)
         finally:
             r.in_user = False
     return {"variables": out}

@@ -3,7 +3,12 @@ import { Runtime, closeAll, sleep } from "./harness.ts";
 
 afterEach(closeAll);
 
-const SLOW = "class Slow:\n    def __repr__(self):\n        while True:\n            pass\ns = Slow()\nok = 1";
+// A __repr__ that outlives its time budget (it swallows the runtime's per-value timeout) and only
+// ends when the request is interrupted.
+const SLOW =
+  "class Slow:\n    def __repr__(self):\n        while True:\n            try:\n                while True:\n                    pass\n" +
+  "            except KeyboardInterrupt as e:\n                if type(e).__name__ != '_ReprTimedOut':\n                    raise\n" +
+  "s = Slow()\nok = 1";
 
 /** Send `msg`, wait until it is running, interrupt it with `how`; its done must come soon. */
 async function interruptRequest(rt: Runtime, msg: Record<string, unknown>, how: "request" | "signal") {
@@ -34,6 +39,22 @@ describe("variables and inspect run user __repr__", () => {
       });
     }
   }
+
+  test("an endless __repr__ is cut at its time budget; the other names are listed", async () => {
+    const rt = await Runtime.start();
+    await rt.exec("import time\nclass Loop:\n    def __repr__(self):\n        while True:\n            pass\n" +
+      "class Sleepy:\n    def __repr__(self):\n        time.sleep(60)\n        return 'late'\nloop, sleepy, fine = Loop(), Sleepy(), [1]");
+    const v = await rt.request({ type: "variables" });
+    expect(v.done.status).toBe("ok");
+    const vars = v.done.variables as Record<string, string>;
+    expect(vars.loop).toBe("Loop: <repr timed out after 100 ms>");
+    expect(vars.sleepy).toBe("Sleepy: <repr timed out after 100 ms>");
+    expect(vars.fine).toBe("list: [1]");
+    const i = await rt.request({ type: "inspect", name: "loop" });
+    expect(i.done.status).toBe("ok");
+    expect((i.done.info as Record<string, string>).repr).toBe("<repr timed out after 100 ms>");
+    expect((await rt.exec("'next'")).result).toBe("'next'");
+  });
 
   test("a __repr__ that raises (KeyboardInterrupt included) marks only its own name", async () => {
     const rt = await Runtime.start();
