@@ -9,6 +9,7 @@ import { join, resolve } from "node:path";
 import { CellRecorder, type LiveOutput, lostStateNotice, restoredStateNotice } from "./cell.ts";
 import { DisplayWriter } from "./display.ts";
 import { AwreplError } from "./errors.ts";
+import { MAX_DELAY_MS } from "./config.ts";
 import { OutputCollector } from "./output.ts";
 import { ensurePrivateDir, SESSION_NAME, stateDir } from "./paths.ts";
 import type { DoneEvent, ExecResult, InspectInfo, RestoreReport } from "./protocol.ts";
@@ -571,6 +572,10 @@ function checkLimits(options: Limits): void {
     const value = options[key];
     if (value !== undefined && (typeof value !== "number" || !Number.isFinite(value) || value < 0)) {
       throw new AwreplError("usage", `${key} must be a non-negative number, not ${String(value)}`);
+    }
+    // A timer clamps a longer delay to 1 ms: the deadline would fire at once instead of never.
+    if ((key === "timeoutMs" || key === "graceMs") && value !== undefined && value > MAX_DELAY_MS) {
+      throw new AwreplError("usage", `${key} must be at most ${MAX_DELAY_MS} ms (about 24.8 days; 0 means none), not ${value}`);
     }
   }
 }

@@ -166,9 +166,14 @@ function isCommanderError(err: unknown): err is CommanderError {
 export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => void): Promise<Command> {
   const { Command, Option, InvalidArgumentError } = await import("commander");
   const program = new Command("awrepl");
+  const MAX_DELAY_MS = 2 ** 31 - 1; // the longest delay a timer holds (config.ts checks the same)
   const count = (unit: string) => (v: string) => {
     if (!/^\d+$/.test(v.trim())) throw new InvalidArgumentError(`Expected a whole number of ${unit}, 0 or more.`);
-    return Number(v.trim());
+    const n = Number(v.trim());
+    if (unit === "milliseconds" && n > MAX_DELAY_MS) {
+      throw new InvalidArgumentError(`Expected at most ${MAX_DELAY_MS} milliseconds (about 24.8 days; 0 means none), not ${n}.`);
+    }
+    return n;
   };
   program
     .description("A persistent Python REPL for agents and people: state that survives between shell calls.")

@@ -210,7 +210,7 @@ export function parseFastRun(argv: readonly string[]): FastRun | null {
       else run.traceback = true;
     } else if (flag === "--timeout" || flag === "--max-output") {
       const v = value();
-      if (v === undefined || !NUMBER.test(v)) return null;
+      if (v === undefined || !NUMBER.test(v) || Number(v) > 2 ** 31 - 1) return null; // commander says why
       if (flag === "--timeout") run.timeoutMs = Number(v);
       else run.maxOutputBytes = Number(v);
     } else if ((flag === "-f" || flag === "--file") && inline === undefined) {

@@ -37,6 +37,16 @@ describe("usage errors", () => {
     }),
   30_000);
 
+  test("a timeout a timer cannot hold is refused instead of firing at once", () =>
+    withHome(async (home) => {
+      expectUsageError(await run(["run", "--timeout", "3000000000", "1"], { home }), "at most 2147483647");
+      expectUsageError(await run(["run", "1"], { home, env: { AWREPL_TIMEOUT_MS: "3000000000" } }), "at most 2147483647");
+      const ok = await run(["run", "--timeout", "2147483647", "'fine'"], { home });
+      expect(ok.code).toBe(0);
+      expect(ok.stdout).toBe("'fine'\n");
+    }),
+  30_000);
+
   test("a missing -f file", () =>
     withHome(async (home) => {
       expectUsageError(await run(["run", "-f", join(home, "missing.py")], { home }), "missing.py");
