@@ -234,7 +234,7 @@ describe("close, snapshot and restore commands", () => {
       expect(restored.failed.map((f: { name: string }) => f.name)).toEqual(["sock"]);
       expect(await ok(["-s", "dst", "run", "shared"], home)).toBe("[1, 2]\n");
       const missing = await run(["-s", "dst", "restore", "nope.pkl"], { home });
-      expect(missing.code).toBe(125);
+      expect(missing.code).toBe(2);
       expect(missing.stderr).toContain(`No snapshot at ${join(home, "nope.pkl")}`);
     }),
   60_000);
