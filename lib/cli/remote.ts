@@ -91,7 +91,8 @@ export function registerRemoteCommands(program: Command, ctx: CliContext): void 
     .action(async (path: string | undefined, opts: { json?: boolean }) => {
       const source = path === undefined ? undefined : resolve(path);
       if (source !== undefined && !existsSync(source)) throw usageError(`No snapshot at ${source}`);
-      const report = await withSession(ctx, (s) => s.restore(source));
+      // Its own snapshot: nothing to restore into a name that has neither a session nor a snapshot.
+      const report = await withSession(ctx, (s) => s.restore(source), source === undefined);
       print(opts.json ? JSON.stringify(report) : restoreText(report));
     });
 

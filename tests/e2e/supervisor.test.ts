@@ -427,7 +427,7 @@ describe("session commands", () => {
   test("vars, inspect, reset, interrupt and snapshot on a name with no session and no snapshot fail and create nothing", async () => {
     const h = home();
     expect((await run(["-s", "real", "run", "x = 1"], { home: h })).code).toBe(0);
-    for (const args of [["vars"], ["inspect", "x"], ["reset"], ["interrupt"], ["snapshot"], ["vars", "--json"]]) {
+    for (const args of [["vars"], ["inspect", "x"], ["reset"], ["interrupt"], ["snapshot"], ["restore"], ["vars", "--json"]]) {
       const r = await run(["-s", "typo", ...args], { home: h });
       expect(r.code).toBe(2);
       expect(r.stderr).toBe('awrepl: No session named "typo"\n');
