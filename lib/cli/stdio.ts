@@ -126,11 +126,19 @@ export function writeStream(name: StreamName, text: string): Promise<void> {
   return last[name];
 }
 
+let stdoutLost = false;
+
+/** True when stdout failed for a reason other than its reader leaving (a full disk): the result was not delivered. */
+export function stdoutWasLost(): boolean {
+  return stdoutLost;
+}
+
 function streamFailed(name: StreamName, err: unknown): void {
   if (closed.has(name)) return;
   closed.add(name);
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  if (name === "stdout" && code !== "EPIPE" && code !== "ERR_STREAM_DESTROYED" && !closed.has("stderr")) {
-    void writeStream("stderr", `awrepl: cannot write to stdout: ${(err as Error)?.message ?? String(err)}\n`);
+  if (name === "stdout" && code !== "EPIPE" && code !== "ERR_STREAM_DESTROYED") {
+    stdoutLost = true;
+    if (!closed.has("stderr")) void writeStream("stderr", `awrepl: cannot write to stdout: ${(err as Error)?.message ?? String(err)}\n`);
   }
 }

@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { PYTHON, run, start, withHome } from "./helpers.ts";
+import { PYTHON, awreplBinary, run, start, testEnv, withHome } from "./helpers.ts";
 
 describe("awrepl run: output", () => {
   test("prints the cell's stdout exactly", () =>
@@ -228,6 +228,18 @@ describe("awrepl run: the reader goes away", () => {
       const r = await p.result;
       expect(r.code).toBe(0);
       expect(r.stderr).not.toContain("EPIPE");
+    }),
+  30_000);
+});
+
+describe("awrepl run: stdout that cannot be written", () => {
+  test.skipIf(!existsSync("/dev/full"))("a full device is awrepl's failure (125) with one line, not a silent 0", () =>
+    withHome(async (home) => {
+      const bin = await awreplBinary();
+      const p = Bun.spawn(["sh", "-c", `"$0" run "print(1)" > /dev/full`, bin], { env: testEnv(home), stderr: "pipe", stdout: "ignore" });
+      const code = await Promise.race([p.exited, Bun.sleep(20_000).then(() => "hung")]);
+      expect(code).toBe(125);
+      expect(await new Response(p.stderr).text()).toBe("awrepl: cannot write to stdout: ENOSPC: no space left on device, write\n");
     }),
   30_000);
 });
