@@ -217,6 +217,27 @@ describe("a corrupt or unreadable snapshot", () => {
     expect((await s.snapshot()).saved).toEqual(["y"]);
   });
 
+  test("a snapshot whose restore kills the worker is kept aside, not overwritten by the next snapshot", async () => {
+    const a = await start();
+    await a.execute("import os\nclass Bomb:\n    def __reduce__(self):\n        return (os._exit, (9,))\nb = Bomb()\nok = 1");
+    const report = await a.snapshot();
+    expect(report.saved).toContain("ok");
+    await a.close();
+    const path = defaultSnapshotPath(tmp.home, "p");
+    const s = await start({ restoreOnStart: true });
+    const r = await s.execute("'ok' in globals()");
+    expect(r.value).toBe("False");
+    expect(r.notice).toContain("could not be restored");
+    expect(r.notice).toContain(".unrestored-");
+    expect(existsSync(path)).toBe(false);
+    const kept = readdirSync(join(tmp.home, "snapshots")).filter((n) => n.startsWith("p.pkl.unrestored-"));
+    expect(kept).toHaveLength(1);
+    // The fresh session's own snapshot goes to the default place; the kept file is untouched.
+    await s.execute("y = 2");
+    expect((await s.snapshot()).saved).toEqual(["y"]);
+    expect(readdirSync(join(tmp.home, "snapshots")).filter((n) => n.startsWith("p.pkl.unrestored-"))).toEqual(kept);
+  });
+
   test("restore() of a corrupt default snapshot is restore_failed naming where the file went", async () => {
     const s = await start();
     await s.snapshot();

@@ -120,7 +120,11 @@ export class SessionSnapshots {
       if (!outcome.missing) this.note(`Session ${this.id} could not be restored: ${outcome.error}. It starts fresh.`);
     } catch (err) {
       if (isClosed()) throw err;
-      this.note(`Session ${this.id} could not be restored from ${path}: ${(err as Error).message}. It starts fresh.`);
+      // The payload killed or hung its worker (a __reduce__ that exits, a C extension that crashes):
+      // keep it aside, or the next snapshot of the fresh session would replace every good name in it.
+      const aside = moveAside(path, "unrestored");
+      const kept = aside ? ` The file was kept as ${aside}.` : "";
+      this.note(`Session ${this.id} could not be restored from ${path}: ${(err as Error).message}. It starts fresh.${kept}`);
     }
     return null;
   }
