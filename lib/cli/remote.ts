@@ -134,7 +134,12 @@ export function registerRemoteCommands(program: Command, ctx: CliContext): void 
       if (!(await closeSession(name, options))) throw new AwreplError("session_not_found", `No session named ${JSON.stringify(name)}`);
     });
 
-  const daemon = program.command("daemon").description("the background supervisor: status | stop | logs");
+  const daemon = program
+    .command("daemon")
+    .description("the background supervisor: status | stop | logs")
+    .action(() => {
+      throw usageError("daemon needs a subcommand: status, stop or logs");
+    });
   daemon
     .command("status")
     .description("is the supervisor running, and what does it hold")

@@ -91,6 +91,15 @@ describe("renderText", () => {
   test("JSON is one line", () => {
     expect(renderJson(result({ stdout: "a\nb" })).split("\n")).toEqual([expect.stringContaining('"stdout":"a\\nb"'), ""]);
   });
+
+  test("JSON never carries a lone surrogate: strict parsers reject those escapes", () => {
+    const json = renderJson(result({ stdout: "a\udcffb", value: "\ud800", display: [{ "text/plain": "\udfff!" }] }));
+    expect(json).not.toMatch(/\\ud[89a-f]/i);
+    const back = JSON.parse(json) as ExecResult;
+    expect(back.stdout).toBe("a\ufffdb");
+    expect(back.value).toBe("\ufffd");
+    expect(back.display[0]?.["text/plain"]).toBe("\ufffd!");
+  });
 });
 
 describe("LiveEcho", () => {

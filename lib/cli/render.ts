@@ -30,7 +30,15 @@ export type RenderOptions = {
 export type Rendered = { stdout: string; stderr: string };
 
 export function renderJson(result: ExecResult): string {
-  return `${JSON.stringify(result)}\n`;
+  return `${JSON.stringify(result, wellFormed)}\n`;
+}
+
+/**
+ * Lone surrogates (Python text decoded with surrogateescape) become U+FFFD, as they do on a text
+ * stream: a `\udcff` escape is valid JSON, but strict parsers (Rust's serde_json, Go's) reject it.
+ */
+function wellFormed(_key: string, value: unknown): unknown {
+  return typeof value === "string" ? (value as string & { toWellFormed(): string }).toWellFormed() : value;
 }
 
 export function renderText(result: ExecResult, options: RenderOptions = {}): Rendered {

@@ -37,6 +37,12 @@ describe("usage errors", () => {
     }),
   30_000);
 
+  test("daemon without a subcommand", () =>
+    withHome(async (home) => {
+      expectUsageError(await run(["daemon"], { home }), "daemon needs a subcommand");
+    }),
+  30_000);
+
   test("a timeout a timer cannot hold is refused instead of firing at once", () =>
     withHome(async (home) => {
       expectUsageError(await run(["run", "--timeout", "3000000000", "1"], { home }), "at most 2147483647");
