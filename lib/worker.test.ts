@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { createHash } from "node:crypto";
 import { resolveInterpreter } from "./python.ts";
 import { runtimeLaunch } from "./runtime_source.ts";
 import { alive, PYTHON, rejection, tempHome, waitFor } from "./test_support.ts";
@@ -67,6 +68,29 @@ describe("Worker", () => {
     let result = "";
     await w.request({ type: "execute", code: "'x' * 5_000_000" }, { result: (t) => (result = t) });
     expect(result.length).toBe(5_000_002);
+  });
+
+  test("a 10 MB cell's code (far more than a pipe holds) arrives intact, and requests behind it keep their order", async () => {
+    const w = await startWorker();
+    // A string literal of 10 MB with a checkable pattern: the runtime must read every byte, in order.
+    const body = "0123456789abcdef".repeat(655_360);
+    const big = w.request({ type: "execute", code: `import hashlib\ns = '${body}'\n(len(s), hashlib.sha256(s.encode()).hexdigest())` });
+    let bigResult = "";
+    const followers = [1, 2, 3].map((n) => {
+      let value = "";
+      return w.request({ type: "execute", code: `${n} * 7` }, { result: (t) => (value = t) }).then(() => value);
+    });
+    const done = await w.request({ type: "execute", code: "'after'" });
+    expect(done.status).toBe("ok");
+    expect((await big).status).toBe("ok");
+    const again = await w.request(
+      { type: "execute", code: `import hashlib\n(len(s), hashlib.sha256(s.encode()).hexdigest())` },
+      { result: (t) => (bigResult = t) },
+    );
+    expect(again.status).toBe("ok");
+    const expected = createHash("sha256").update(body).digest("hex");
+    expect(bigResult).toBe(`(${body.length}, '${expected}')`);
+    expect(await Promise.all(followers)).toEqual(["7", "14", "21"]);
   });
 
   test("exit rejects every pending request once, naming the code; later sends fail fast", async () => {

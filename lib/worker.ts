@@ -4,6 +4,7 @@
 // sends fail at once.
 import { type ChildProcess, spawn } from "node:child_process";
 import { AwreplError } from "./errors.ts";
+import { PipeWriter } from "./pipe_writer.ts";
 import type { DoneEvent, ErrorEvent, IdRequest, ReadyEvent, RuntimeEvent } from "./protocol.ts";
 import { type OutputFrame, type RawText, readOutputFrame } from "./raw_text.ts";
 
@@ -75,6 +76,7 @@ export class Worker {
   readonly exited: Promise<WorkerExit>;
 
   private readonly child: ChildProcess;
+  private readonly stdin: PipeWriter;
   private readonly pending = new Map<string, Pending>();
   /** The execute request currently running (requests run in order; output with id null is its). */
   private active: Pending | null = null;
@@ -106,6 +108,7 @@ export class Worker {
       windowsHide: true,
     });
     this.pid = this.child.pid ?? -1;
+    this.stdin = new PipeWriter(this.child.stdin);
     this.child.on("error", (err) => this.onSpawnError(err));
     this.child.stdin?.on("error", () => {
       // EPIPE after the process died: the exit handler reports it.
@@ -125,7 +128,7 @@ export class Worker {
     const ready = new Promise<void>((resolve, reject) => {
       worker.readyWaiter = { resolve, reject };
     });
-    if (options.stdinPreamble) worker.child.stdin?.write(options.stdinPreamble);
+    if (options.stdinPreamble) worker.stdin.write(options.stdinPreamble);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
@@ -200,9 +203,9 @@ export class Worker {
     this.state = "closed";
     this.failPending(new AwreplError("worker_closed", "The session was closed while this request was pending"));
     try {
-      if (busy) this.child.stdin?.write('{"type":"interrupt"}\n');
-      this.child.stdin?.write('{"type":"shutdown"}\n');
-      this.child.stdin?.end();
+      if (busy) this.stdin.write('{"type":"interrupt"}\n');
+      this.stdin.write('{"type":"shutdown"}\n');
+      this.stdin.end();
     } catch {
       // Already gone.
     }
@@ -238,7 +241,7 @@ export class Worker {
 
   private write(line: string): void {
     try {
-      this.child.stdin?.write(`${line}\n`);
+      this.stdin.write(`${line}\n`);
     } catch {
       // The exit handler rejects whatever is pending.
     }
