@@ -62,6 +62,29 @@ describe("attach", () => {
     expect((await s.execute("1 + 1")).value).toBe("2");
   });
 
+  test("liveLimit: live stdout/stderr stop once that many bytes went out; the result keeps head and tail", async () => {
+    const h = home();
+    await using s = await attach("limited", { home: h, python: PYTHON });
+    // 4000 flushed lines of 100 bytes (400 kB) on both streams, so the limit falls mid-cell.
+    const code = "import sys\nfor i in range(4000):\n    print(f'{i:099d}', file=sys.stderr if i % 3 == 0 else sys.stdout, flush=True)";
+    let live = "";
+    const r = await s.execute(code, { maxOutputBytes: 20_000, liveLimit: 10_000, onOutput: (_stream, text) => (live += text) });
+    expect(r.status).toBe("ok");
+    // At least the limit (what the client shows), and at most one more of the runtime's chunks.
+    expect(Buffer.byteLength(live)).toBeGreaterThanOrEqual(10_000);
+    expect(Buffer.byteLength(live)).toBeLessThan(10_000 + 70_000);
+    expect(live.startsWith(`${"0".repeat(99)}\n`)).toBe(true);
+    expect(live).not.toContain(`${"3999".padStart(99, "0")}\n`);
+    // The result is as without a limit: head, marker and the cell's real end.
+    expect(r.stdout.endsWith(`${"3998".padStart(99, "0")}\n`)).toBe(true);
+    expect(r.stderr.endsWith(`${"3999".padStart(99, "0")}\n`)).toBe(true);
+    expect(r.truncated_bytes).toBeGreaterThan(0);
+    // Without one, every byte still streams.
+    let all = 0;
+    await s.execute(code, { maxOutputBytes: 20_000, onOutput: (_stream, text) => (all += Buffer.byteLength(text)) });
+    expect(all).toBe(400_000);
+  });
+
   test("interruptSession reaches a cell started by another client; closeSession ends the worker", async () => {
     const h = home();
     await using s = await attach("busy", { home: h, python: PYTHON });

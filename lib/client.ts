@@ -41,6 +41,12 @@ export async function attach(name: string, options: AttachOptions = {}, early?: 
 }
 
 /** A connection (and its hello) on its way, started before attach() (see connectEarly). */
+/** RemoteSession.execute's options: Session's, plus undecoded live output and a live-output limit. */
+export type RemoteExecuteOptions = ExecuteOptions & {
+  onRawOutput?(stream: "stdout" | "stderr", raw: RawText): void;
+  liveLimit?: number;
+};
+
 export type EarlyConnection = { paths: SupervisorPaths; conn: Promise<SupervisorConnection | null> };
 
 /**
@@ -93,8 +99,12 @@ export class RemoteSession implements Session {
     }
   }
 
-  /** `onRawOutput` (not part of Session) gets live output undecoded, as ReplSession's does. */
-  async execute(code: string, options: ExecuteOptions & { onRawOutput?(stream: "stdout" | "stderr", raw: RawText): void } = {}): Promise<ExecResult> {
+  /**
+   * `onRawOutput` (not part of Session) gets live output undecoded, as ReplSession's does.
+   * `liveLimit` (not part of Session): the caller shows only this many bytes of live stdout/stderr,
+   * so the supervisor need not send more.
+   */
+  async execute(code: string, options: RemoteExecuteOptions = {}): Promise<ExecResult> {
     const { onOutput, onDisplay, onRawOutput, signal } = options;
     signal?.throwIfAborted?.();
     const onStream = (reply: StreamReply) => {
@@ -113,6 +123,7 @@ export class RemoteSession implements Session {
           timeoutMs: options.timeoutMs,
           maxOutputBytes: options.maxOutputBytes,
           stream: Boolean(onOutput || onDisplay || onRawOutput),
+          liveLimit: options.liveLimit,
           spec: this.spec,
           known: this.used,
           filename: options.filename,

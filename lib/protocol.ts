@@ -203,6 +203,11 @@ export type ExecuteCallRequest = {
   maxOutputBytes?: number;
   /** Send live `stdout`/`stderr`/`display` replies as the cell produces them. */
   stream?: boolean;
+  /**
+   * Bytes (UTF-8 of the text) of live stdout/stderr the client will show: the supervisor stops
+   * forwarding them for this call once that many went out (the result still has head and tail).
+   */
+  liveLimit?: number;
   spec?: SessionSpec;
   /** The client used this session before: if it has to be created now, the result says the state is gone. */
   known?: boolean;

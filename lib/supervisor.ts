@@ -235,13 +235,22 @@ class Supervisor {
           // Asked for by a later caller (`run --autosave`): switched on, never off, by a spec.
           if (request.spec?.autosave === true) session.autosave = true;
           const stream = request.stream === true;
+          // Past the client's liveLimit its output is not shown: not forwarding it saves copying
+          // (and buffering, for a slow reader) what the result's head and tail carry anyway.
+          let liveLeft = request.liveLimit ?? Number.POSITIVE_INFINITY;
           const result = await session.execute(request.code, {
             timeoutMs: request.timeoutMs,
             maxOutputBytes: request.maxOutputBytes,
             filename: request.filename,
             signal,
             // Forwarded as the runtime wrote it: never decoded and re-encoded here.
-            onRawOutput: stream ? (s, raw) => this.streamRaw(conn, s, id, raw) : undefined,
+            onRawOutput: stream
+              ? (s, raw) => {
+                  if (liveLeft <= 0) return;
+                  liveLeft -= raw.bytes;
+                  this.streamRaw(conn, s, id, raw);
+                }
+              : undefined,
             onDisplay: stream ? (item) => this.stream(conn, { type: "display", id, item }, 0) : undefined,
           });
           result.session = name;

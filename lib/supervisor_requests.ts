@@ -56,6 +56,7 @@ function checkRequest(obj: Record<string, unknown>): ClientRequest {
       checkString(obj, "code");
       checkCount(obj, "timeoutMs");
       checkCount(obj, "maxOutputBytes");
+      checkCount(obj, "liveLimit");
       for (const flag of ["stream", "known"]) checkFlag(obj, flag);
       if (obj.filename !== undefined && (typeof obj.filename !== "string" || obj.filename.length > MAX_FILENAME)) {
         throw usage(`filename must be a string of at most ${MAX_FILENAME} characters`);

@@ -8,10 +8,8 @@ import { resolve } from "node:path";
 import { ExitCode } from "../errors.ts";
 import { SESSION_NAME } from "../paths.ts";
 import type { ExecResult } from "../protocol.ts";
-import type { RemoteSession } from "../client.ts";
-import type { RawText } from "../raw_text.ts";
+import type { RemoteExecuteOptions, RemoteSession } from "../client.ts";
 import type { ReplSession } from "../session.ts";
-import type { ExecuteOptions } from "../types.ts";
 import type { CliContext } from "./context.ts";
 import { readCell } from "./input.ts";
 import { LiveEcho, exitCodeFor, renderJson, renderText, useColor, writeRendered } from "./render.ts";
@@ -92,10 +90,14 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
     if (abort.signal.aborted) return ExitCode.interrupted;
 
     const live = args.json ? undefined : new LiveEcho(maxOutputBytes, (stream, text) => void writeStream(stream, text));
-    const execOptions: ExecuteOptions & { onRawOutput?(stream: "stdout" | "stderr", raw: RawText): void } = { timeoutMs, maxOutputBytes, signal: abort.signal };
+    const execOptions: RemoteExecuteOptions = { timeoutMs, maxOutputBytes, signal: abort.signal };
     if (args.file !== undefined && args.file !== "-") execOptions.filename = resolve(args.file);
     // Undecoded: only the head the echo shows is ever decoded, however much the cell prints.
-    if (live) execOptions.onRawOutput = (stream, raw) => live.outputRaw(stream, raw);
+    if (live) {
+      execOptions.onRawOutput = (stream, raw) => live.outputRaw(stream, raw);
+      // The echo shows the first half of maxOutputBytes (LiveEcho); a supervisor sends no more than that.
+      execOptions.liveLimit = Math.ceil(Math.max(0, maxOutputBytes) / 2);
+    }
     const execution = session.execute(code, execOptions).catch((err: unknown) => {
       if (abandoned) return "gave up" as const; // we closed its worker ourselves
       throw err;
