@@ -1,32 +1,18 @@
 // Persistence in the library: snapshots of a ReplSession, restore at start, going back to the latest
 // snapshot after a timeout kill or a death, autosave, size caps, corrupt files. Real workers.
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { forgetClosedSession, persistentSessionOptions, snapshotBeforeStop } from "./persistence.ts";
-import { type ReplSessionOptions, ReplSession } from "./session.ts";
+import type { ReplSession } from "./session.ts";
 import { defaultSnapshotPath, describeSnapshot, forgetSnapshot, manifestPath, moveAside, readManifest, sweepTempFiles } from "./snapshot_store.ts";
-import { PYTHON, rejection, tempHome, waitFor } from "./test_support.ts";
+import { PYTHON, rejection, useSessions, waitFor } from "./test_support.ts";
 
 /** An interpreter without dill (pyenv's), for the stdlib pickle fallback; null when there is none. */
 const NO_DILL_PYTHON = ["3.12.1", "3.11.7", "3.13.0"].map((v) => `/root/.pyenv/versions/${v}/bin/python3`).find((p) => existsSync(p)) ?? null;
 
-let tmp: ReturnType<typeof tempHome>;
-const sessions: ReplSession[] = [];
-
-beforeEach(() => {
-  tmp = tempHome();
-});
-afterEach(async () => {
-  await Promise.all(sessions.splice(0).map((s) => s.close()));
-  tmp.remove();
-});
-
-async function start(options: ReplSessionOptions = {}, id = "p"): Promise<ReplSession> {
-  const s = await ReplSession.start(id, { python: PYTHON, home: tmp.home, ...options });
-  sessions.push(s);
-  return s;
-}
+const fixture = useSessions("p");
+const start = fixture.start;
 
 async function value(s: ReplSession, code: string): Promise<string | null> {
   const r = await s.execute(code);
@@ -39,7 +25,7 @@ describe("snapshot and restore at start", () => {
     const a = await start();
     await a.execute("x = 41\nimport json\ndata = {'k': [1, 2]}");
     const report = await a.snapshot();
-    expect(report.path).toBe(defaultSnapshotPath(tmp.home, "p"));
+    expect(report.path).toBe(defaultSnapshotPath(fixture.tmp.home, "p"));
     expect(report.saved).toEqual(["data", "json", "x"]);
     const manifest = readManifest(report.path);
     expect(manifest?.savedNames).toEqual(["data", "json", "x"]);
@@ -133,11 +119,11 @@ describe("snapshot and restore at start", () => {
     await b.execute("y = 2");
     await b.snapshot();
     expect((await b.execute("1")).notice).toContain("it was kept as");
-    const aside = readdirSync(join(tmp.home, "snapshots")).filter((n) => n.startsWith("p.pkl.unrestored-"));
+    const aside = readdirSync(join(fixture.tmp.home, "snapshots")).filter((n) => n.startsWith("p.pkl.unrestored-"));
     expect(aside.length).toBe(1);
     // The kept file still restores where dill is.
     const c = await start({}, "c");
-    expect((await c.restore(join(tmp.home, "snapshots", aside[0]!))).restored).toEqual(["f", "x"]);
+    expect((await c.restore(join(fixture.tmp.home, "snapshots", aside[0]!))).restored).toEqual(["f", "x"]);
   });
 
   test("size caps: a name over the per-name cap and one over the total are skipped with the reason, not dropped silently", async () => {
@@ -155,10 +141,10 @@ describe("snapshot and restore at start", () => {
   test("explicit paths: snapshot to a file of the caller's choosing and restore it into another session", async () => {
     const a = await start();
     await a.execute("shared = 'hello'");
-    const path = join(tmp.home, "mine.pkl");
+    const path = join(fixture.tmp.home, "mine.pkl");
     await a.snapshot(path);
     expect(existsSync(path)).toBe(true);
-    expect(existsSync(join(tmp.home, "mine.json"))).toBe(true);
+    expect(existsSync(join(fixture.tmp.home, "mine.json"))).toBe(true);
     const b = await start({}, "other");
     const report = await b.restore(path);
     expect(report).toEqual({ source: path, restored: ["shared"], failed: [] });
@@ -190,13 +176,13 @@ describe("a snapshot cut short", () => {
     const r = await s.execute("x");
     expect(r.value).toBe("'first'");
     expect(r.notice).toContain("restored from its snapshot of");
-    expect(readdirSync(join(tmp.home, "snapshots")).filter((n) => n.endsWith(".tmp"))).toEqual([]);
+    expect(readdirSync(join(fixture.tmp.home, "snapshots")).filter((n) => n.endsWith(".tmp"))).toEqual([]);
   });
 });
 
 describe("a corrupt or unreadable snapshot", () => {
   test("restoreOnStart: a clear notice, a fresh session, and the file moved aside (not deleted)", async () => {
-    const path = defaultSnapshotPath(tmp.home, "p");
+    const path = defaultSnapshotPath(fixture.tmp.home, "p");
     await (await start()).snapshot(); // creates the directory and a manifest
     writeFileSync(path, "this is not a pickle");
     const s = await start({ restoreOnStart: true });
@@ -207,11 +193,11 @@ describe("a corrupt or unreadable snapshot", () => {
     expect(r.notice).toContain("corrupt snapshot");
     expect(r.notice).toContain(".corrupt-");
     expect(existsSync(path)).toBe(false);
-    const aside = readdirSync(join(tmp.home, "snapshots")).filter((n) => n.includes(".corrupt-"));
+    const aside = readdirSync(join(fixture.tmp.home, "snapshots")).filter((n) => n.includes(".corrupt-"));
     expect(aside.some((n) => n.startsWith("p.pkl.corrupt-"))).toBe(true);
     expect(aside.some((n) => n.startsWith("p.json.corrupt-"))).toBe(true);
     const kept = aside.find((n) => n.startsWith("p.pkl.corrupt-"))!;
-    expect(readFileSync(join(tmp.home, "snapshots", kept), "utf8")).toBe("this is not a pickle");
+    expect(readFileSync(join(fixture.tmp.home, "snapshots", kept), "utf8")).toBe("this is not a pickle");
     // The next snapshot goes where the bad one was.
     await s.execute("y = 2");
     expect((await s.snapshot()).saved).toEqual(["y"]);
@@ -223,19 +209,19 @@ describe("a corrupt or unreadable snapshot", () => {
     const report = await a.snapshot();
     expect(report.saved).toContain("ok");
     await a.close();
-    const path = defaultSnapshotPath(tmp.home, "p");
+    const path = defaultSnapshotPath(fixture.tmp.home, "p");
     const s = await start({ restoreOnStart: true });
     const r = await s.execute("'ok' in globals()");
     expect(r.value).toBe("False");
     expect(r.notice).toContain("could not be restored");
     expect(r.notice).toContain(".unrestored-");
     expect(existsSync(path)).toBe(false);
-    const kept = readdirSync(join(tmp.home, "snapshots")).filter((n) => n.startsWith("p.pkl.unrestored-"));
+    const kept = readdirSync(join(fixture.tmp.home, "snapshots")).filter((n) => n.startsWith("p.pkl.unrestored-"));
     expect(kept).toHaveLength(1);
     // The fresh session's own snapshot goes to the default place; the kept file is untouched.
     await s.execute("y = 2");
     expect((await s.snapshot()).saved).toEqual(["y"]);
-    expect(readdirSync(join(tmp.home, "snapshots")).filter((n) => n.startsWith("p.pkl.unrestored-"))).toEqual(kept);
+    expect(readdirSync(join(fixture.tmp.home, "snapshots")).filter((n) => n.startsWith("p.pkl.unrestored-"))).toEqual(kept);
   });
 
   test("restore() of a corrupt default snapshot is restore_failed naming where the file went", async () => {
@@ -250,7 +236,7 @@ describe("a corrupt or unreadable snapshot", () => {
 
   test("a corrupt file at a path of the caller's choosing is reported and left where it is", async () => {
     const s = await start();
-    const path = join(tmp.home, "theirs.pkl");
+    const path = join(fixture.tmp.home, "theirs.pkl");
     writeFileSync(path, "garbage");
     const err = await rejection(s.restore(path));
     expect(err.message).toContain("corrupt snapshot");
@@ -363,7 +349,7 @@ describe("the host's side (the supervisor's API)", () => {
     const busy = await start(options, "busy");
     await idle.execute("a = 1");
     await busy.execute("b = 2");
-    const running = busy.execute("import time\nwhile True: time.sleep(0.01)");
+    const running = busy.execute("while True: __import__('time').sleep(0.01)"); // binds no name: saved stays 1
     await waitFor(() => busy.busy, 5000, "the cell to start");
     const lines: string[] = [];
     const outcomes = await snapshotBeforeStop([["idle", idle], ["busy", busy]], (l) => lines.push(l), 10_000);
@@ -375,10 +361,10 @@ describe("the host's side (the supervisor's API)", () => {
     expect(lines).toContain("session busy: snapshot saved 1 name(s)");
     const again = await start(options, "busy");
     expect((await again.execute("b")).value).toBe("2");
-    expect(forgetClosedSession(tmp.home, "busy", true)).toBe(false);
-    expect(existsSync(defaultSnapshotPath(tmp.home, "busy"))).toBe(true);
-    expect(forgetClosedSession(tmp.home, "busy", false)).toBe(true);
-    expect(existsSync(defaultSnapshotPath(tmp.home, "busy"))).toBe(false);
+    expect(forgetClosedSession(fixture.tmp.home, "busy", true)).toBe(false);
+    expect(existsSync(defaultSnapshotPath(fixture.tmp.home, "busy"))).toBe(true);
+    expect(forgetClosedSession(fixture.tmp.home, "busy", false)).toBe(true);
+    expect(existsSync(defaultSnapshotPath(fixture.tmp.home, "busy"))).toBe(false);
   });
 
   test("a cell busy in C code does not hold a stop: that session's snapshot is given up, the previous one kept", async () => {
@@ -400,8 +386,8 @@ describe("the host's side (the supervisor's API)", () => {
 
 describe("snapshot files", () => {
   test("moveAside renames payload and manifest; forgetSnapshot removes both", () => {
-    const path = defaultSnapshotPath(tmp.home, "f");
-    const dir = join(tmp.home, "snapshots");
+    const path = defaultSnapshotPath(fixture.tmp.home, "f");
+    const dir = join(fixture.tmp.home, "snapshots");
     mkdirSync(dir, { recursive: true });
     writeFileSync(path, "p");
     writeFileSync(manifestPath(path), "{}");
@@ -410,13 +396,13 @@ describe("snapshot files", () => {
     expect(readdirSync(dir).sort()).toEqual(["f.json.corrupt-20260102T030405Z", "f.pkl.corrupt-20260102T030405Z"]);
     writeFileSync(path, "p");
     writeFileSync(manifestPath(path), "{}");
-    expect(forgetSnapshot(tmp.home, "f")).toBe(true);
+    expect(forgetSnapshot(fixture.tmp.home, "f")).toBe(true);
     expect(existsSync(path) || existsSync(manifestPath(path))).toBe(false);
-    expect(forgetSnapshot(tmp.home, "f")).toBe(false);
+    expect(forgetSnapshot(fixture.tmp.home, "f")).toBe(false);
   });
 
   test("a stale manifest (another payload size) is not trusted; temp files of dead writers are swept", () => {
-    const dir = join(tmp.home, "snapshots");
+    const dir = join(fixture.tmp.home, "snapshots");
     mkdirSync(dir, { recursive: true });
     const path = join(dir, "s.pkl");
     writeFileSync(path, "12345");

@@ -1,27 +1,12 @@
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { truncationMarker } from "./output.ts";
 import { ReplSession } from "./session.ts";
-import { alive, PYTHON, rejection, tempHome, waitFor } from "./test_support.ts";
-import type { SessionOptions } from "./types.ts";
+import { alive, PYTHON, rejection, useSessions, waitFor } from "./test_support.ts";
 
-let tmp: ReturnType<typeof tempHome>;
-const sessions: ReplSession[] = [];
-
-beforeEach(() => {
-  tmp = tempHome();
-});
-afterEach(async () => {
-  await Promise.all(sessions.splice(0).map((s) => s.close()));
-  tmp.remove();
-});
-
-async function start(options: SessionOptions = {}, id = "test"): Promise<ReplSession> {
-  const s = await ReplSession.start(id, { python: PYTHON, home: tmp.home, ...options });
-  sessions.push(s);
-  return s;
-}
+const fixture = useSessions("test");
+const start = fixture.start;
 
 
 describe("the original awrepl's cases", () => {
@@ -123,7 +108,7 @@ describe("the original awrepl's cases", () => {
   test("disposal with await using ends the worker", async () => {
     let pid = 0;
     {
-      await using s = await ReplSession.start("disposed", { python: PYTHON, home: tmp.home });
+      await using s = await ReplSession.start("disposed", { python: PYTHON, home: fixture.tmp.home });
       pid = s.pid ?? 0;
       expect(alive(pid)).toBe(true);
     }
@@ -291,7 +276,7 @@ describe("output", () => {
 
   test("filename: __file__ is the file while the cell runs and the traceback names it", async () => {
     const s = await start();
-    const file = join(tmp.home, "script.py");
+    const file = join(fixture.tmp.home, "script.py");
     const code = "print(__file__)\ndef f():\n    raise ValueError('from the file')\nf()\n";
     writeFileSync(file, code);
     const r = await s.execute(code, { filename: file });
@@ -365,17 +350,17 @@ describe("order, lifecycle and the rest of the interface", () => {
   });
 
   test("an invalid session name is a usage error", async () => {
-    expect((await rejection(ReplSession.start("../evil", { python: PYTHON, home: tmp.home }))).code).toBe("usage");
+    expect((await rejection(ReplSession.start("../evil", { python: PYTHON, home: fixture.tmp.home }))).code).toBe("usage");
   });
 
   test("a command that exits before its handshake is no_interpreter naming the exit", async () => {
-    const err = await rejection(ReplSession.start("x", { python: "env false", home: tmp.home }));
+    const err = await rejection(ReplSession.start("x", { python: "env false", home: fixture.tmp.home }));
     expect(err.code).toBe("no_interpreter");
     expect(err.message).toContain("exited with code 1");
   });
 
   test("bad limits are usage errors and run nothing", async () => {
-    expect((await rejection(ReplSession.start("x", { python: PYTHON, home: tmp.home, timeoutMs: -1 }))).code).toBe("usage");
+    expect((await rejection(ReplSession.start("x", { python: PYTHON, home: fixture.tmp.home, timeoutMs: -1 }))).code).toBe("usage");
     const s = await start();
     expect((await rejection(s.execute("x = 1", { timeoutMs: Number.NaN }))).code).toBe("usage");
     expect((await rejection(s.execute("x = 1", { maxOutputBytes: -5 }))).code).toBe("usage");
@@ -383,17 +368,17 @@ describe("order, lifecycle and the rest of the interface", () => {
   });
 
   test("a missing interpreter is no_interpreter", async () => {
-    expect((await rejection(ReplSession.start("x", { python: "/nonexistent/python3", home: tmp.home }))).code).toBe("no_interpreter");
+    expect((await rejection(ReplSession.start("x", { python: "/nonexistent/python3", home: fixture.tmp.home }))).code).toBe("no_interpreter");
   });
 
   test("snapshot and restore round-trip through the default path", async () => {
     const s = await start({}, "snap");
     await s.execute("data = {'a': [1, 2]}\ndef f(): return 1");
     const report = await s.snapshot();
-    expect(report.path).toBe(join(tmp.home, "snapshots", "snap.pkl"));
+    expect(report.path).toBe(join(fixture.tmp.home, "snapshots", "snap.pkl"));
     expect(report.saved).toContain("data");
     expect(existsSync(report.path)).toBe(true);
-    expect(existsSync(join(tmp.home, "snapshots", "snap.json"))).toBe(true);
+    expect(existsSync(join(fixture.tmp.home, "snapshots", "snap.json"))).toBe(true);
     await s.reset();
     const restored = await s.restore();
     expect(restored.restored).toContain("data");
@@ -402,7 +387,7 @@ describe("order, lifecycle and the rest of the interface", () => {
 
   test("restore of a missing snapshot is restore_failed", async () => {
     const s = await start();
-    expect((await rejection(s.restore(join(tmp.home, "none.pkl")))).code).toBe("restore_failed");
+    expect((await rejection(s.restore(join(fixture.tmp.home, "none.pkl")))).code).toBe("restore_failed");
   });
 
   test("complete() and isComplete()", async () => {
@@ -422,7 +407,7 @@ describe("order, lifecycle and the rest of the interface", () => {
     expect(r.display.length).toBe(1);
     const item = r.display[0] ?? {};
     expect(item["text/plain"]).toBe("hi");
-    expect(item["image/png"]).toStartWith(join(tmp.home, "display"));
+    expect(item["image/png"]).toStartWith(join(fixture.tmp.home, "display"));
     expect(existsSync(item["image/png"] ?? "")).toBe(true);
   });
 });
@@ -467,7 +452,7 @@ describe("the runtime cache", () => {
   test("a damaged bytecode cache is dropped and the source runs instead", async () => {
     const first = await start({}, "first");
     await first.close();
-    const dir = join(tmp.home, "runtime");
+    const dir = join(fixture.tmp.home, "runtime");
     const pyc = readdirSync(dir).find((f) => f.endsWith(".pyc"));
     expect(pyc).toBeDefined();
     writeFileSync(join(dir, pyc as string), "garbage");
