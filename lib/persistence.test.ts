@@ -8,8 +8,8 @@ import type { ReplSession } from "./session.ts";
 import { defaultSnapshotPath, describeSnapshot, forgetSnapshot, manifestPath, moveAside, readManifest, sweepTempFiles } from "./snapshot_store.ts";
 import { PYTHON, rejection, useSessions, waitFor } from "./test_support.ts";
 
-/** An interpreter without dill (pyenv's), for the stdlib pickle fallback; null when there is none. */
-const NO_DILL_PYTHON = ["3.12.1", "3.11.7", "3.13.0"].map((v) => `/root/.pyenv/versions/${v}/bin/python3`).find((p) => existsSync(p)) ?? null;
+/** The test interpreter without site-packages, so without dill: the stdlib pickle fallback, on any machine. */
+const NO_DILL_PYTHON = `${PYTHON} -S`;
 
 const fixture = useSessions("p");
 const start = fixture.start;
@@ -90,8 +90,8 @@ describe("snapshot and restore at start", () => {
     expect(r.restored?.failed[0]?.reason).toStartWith("not in the snapshot: TypeError: cannot pickle");
   });
 
-  test.skipIf(NO_DILL_PYTHON === null)("without dill, pickle saves the data and lists cell functions as skipped", async () => {
-    const a = await start({ python: NO_DILL_PYTHON! });
+  test("without dill, pickle saves the data and lists cell functions as skipped", async () => {
+    const a = await start({ python: NO_DILL_PYTHON });
     await a.execute("import math\nnums = [1.5, 2.5]\ndef f(): return 1\ng = lambda: 2");
     const report = await a.snapshot();
     expect(report.saved).toEqual(["math", "nums"]);
@@ -100,16 +100,16 @@ describe("snapshot and restore at start", () => {
     expect(skipped.f).toContain("dill");
     expect(readManifest(report.path)?.serializer).toBe("pickle");
     await a.close();
-    const b = await start({ python: NO_DILL_PYTHON!, restoreOnStart: true });
+    const b = await start({ python: NO_DILL_PYTHON, restoreOnStart: true });
     expect(await value(b, "math.floor(sum(nums))")).toBe("4");
   });
 
-  test.skipIf(NO_DILL_PYTHON === null)("a snapshot whose names a new interpreter cannot restore is kept aside before it is replaced", async () => {
+  test("a snapshot whose names a new interpreter cannot restore is kept aside before it is replaced", async () => {
     const a = await start();
     await a.execute("def f(): return 1\nx = 1");
     await a.snapshot();
     await a.close();
-    const b = await start({ python: NO_DILL_PYTHON!, restoreOnStart: true });
+    const b = await start({ python: NO_DILL_PYTHON, restoreOnStart: true });
     const r = await b.execute("'f' in globals()");
     expect(r.value).toBe("False");
     // Plain data is saved with stdlib pickle, so only the cell function needs dill.

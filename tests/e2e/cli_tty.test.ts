@@ -17,6 +17,8 @@ async function onTerminal(home: string, args: string[], env: Record<string, stri
   return run([], { home, wrap: [SCRIPT, "-qec", command, "/dev/null"] });
 }
 
+// util-linux's script(1) gives the binary a real terminal (Debian: bsdutils, an Essential package, so
+// always present there); BSD/macOS script takes other flags, so elsewhere these tests do not run.
 describe.skipIf(!existsSync(SCRIPT))("awrepl on a terminal", () => {
   test("the error line is red; NO_COLOR turns colour off", () =>
     withHome(async (home) => {

@@ -6,10 +6,10 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ExecResult } from "../../lib/protocol.ts";
-import { processesOf, run, waitForNoProcesses, withHome } from "./helpers.ts";
+import { PYTHON, processesOf, run, waitForNoProcesses, withHome } from "./helpers.ts";
 
-/** An interpreter without dill (pyenv's), for the stdlib pickle fallback; null when there is none. */
-const NO_DILL_PYTHON = ["3.12.1", "3.11.7", "3.13.0"].map((v) => `/root/.pyenv/versions/${v}/bin/python3`).find((p) => existsSync(p)) ?? null;
+/** The test interpreter without site-packages, so without dill: the stdlib pickle fallback, on any machine. */
+const NO_DILL_PYTHON = `${PYTHON} -S`;
 
 async function ok(args: string[], home: string, env?: Record<string, string>): Promise<string> {
   const r = await run(args, { home, env });
@@ -54,9 +54,9 @@ describe("state survives the supervisor", () => {
     }),
   60_000);
 
-  test.skipIf(NO_DILL_PYTHON === null)("without dill, pickle saves the data and the cell's functions are reported as not saved", () =>
+  test("without dill, pickle saves the data and the cell's functions are reported as not saved", () =>
     withHome(async (home) => {
-      const env = { AWREPL_PYTHON: NO_DILL_PYTHON! };
+      const env = { AWREPL_PYTHON: NO_DILL_PYTHON };
       await ok(["-s", "nodill", "run", "import math\nnums = [1, 2]\ndef f(): return 1"], home, env);
       await stopDaemon(home);
       const r = await json(["-s", "nodill", "run", "math.prod(nums)"], home, env);
