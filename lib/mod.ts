@@ -1,10 +1,11 @@
 // The package entry: the library API of DESIGN.md.
-export { ReplSession, type ReplSessionInfo, type ReplSessionOptions } from "./session.ts";
-export { SpareWorkers } from "./spare.ts";
-export { SessionPool } from "./pool.ts";
-export { AwreplError, ExitCode, type ErrorCode } from "./errors.ts";
-export type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, SnapshotReport } from "./types.ts";
-export type { DisplayItem, ExecResult, ExecStatus, InspectInfo, NameFailure, RestoreReport } from "./protocol.ts";
+export { ReplSession, type ReplSessionInfo, type ReplSessionOptions } from "./session/session.ts";
+export { SpareWorkers } from "./worker/spare.ts";
+export { SessionPool } from "./session/pool.ts";
+export { AwreplError, ExitCode, type ErrorCode } from "./core/errors.ts";
+export type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, SnapshotReport } from "./protocol/api.ts";
+export type { DisplayItem, ExecResult, ExecStatus, RestoreReport } from "./protocol/result.ts";
+export type { InspectInfo, NameFailure } from "./protocol/runtime.ts";
 export {
   attach,
   type AttachOptions,
@@ -15,4 +16,4 @@ export {
   listSessions,
   RemoteSession,
   stopDaemon,
-} from "./client.ts";
+} from "./client/attach.ts";

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { AwreplError } from "../errors.ts";
+import { AwreplError } from "../core/errors.ts";
 import { type InputStreams, decodeCell, readCell } from "./input.ts";
 
 function stdin(text: string | Uint8Array, tty = false): InputStreams & { reads: number } {

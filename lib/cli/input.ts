@@ -1,7 +1,7 @@
 // Where `awrepl run` gets its cell: CODE, `-` (stdin), `-f FILE`, or stdin when no CODE is given and
 // stdin is not a terminal (heredocs and pipes are how agents avoid shell-quoting trouble).
 // node: modules are imported lazily: the hot path (`run "1+1"`) must not pay for fs or tty.
-import { usageError } from "../errors.ts";
+import { usageError } from "../core/errors.ts";
 
 export type CellSource = {
   /** The CODE argument; "-" means stdin. */

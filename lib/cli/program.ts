@@ -5,10 +5,11 @@
 // budget); everything else, including every malformed command, goes through commander, configured so
 // that a usage error is one line on stderr and exit status 2.
 import type { Command, CommanderError } from "commander";
-import type { Config } from "../config.ts";
-import { AwreplError, type ErrorCode, ExitCode, usageError } from "../errors.ts";
-import { SESSION_NAME } from "../paths.ts";
+import type { Config } from "../settings/config.ts";
+import { AwreplError, type ErrorCode, ExitCode, usageError } from "../core/errors.ts";
+import { checkSessionName } from "../core/names.ts";
 import type { CliContext } from "./context.ts";
+import { countOption } from "./options.ts";
 import { type RunArgs, parseFastRun, runCommand } from "./run.ts";
 import { trackStdio, writeStream } from "./stdio.ts";
 import { version } from "../../package.json";
@@ -48,25 +49,18 @@ the failing line and \`ExceptionType: message\` (--traceback: every frame). Exit
 raised, 2 usage error, 124 timeout, 125 awrepl failed, 130 interrupted.
 `;
 
-export function validateSessionName(name: string, where = "Session name"): string {
-  if (!SESSION_NAME.test(name)) {
-    throw usageError(`${where} ${JSON.stringify(name)} is invalid: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`);
-  }
-  return name;
-}
-
 /** The context every command gets; config and session are resolved only when a command asks. */
 export async function makeContext(flagSession: () => string | undefined, env: NodeJS.ProcessEnv): Promise<CliContext> {
-  const { loadConfig } = await import("../config.ts");
+  const { loadConfig } = await import("../settings/config.ts");
   let config: Config | undefined;
   return {
     env,
     session() {
       const flag = flagSession();
-      if (flag !== undefined) return validateSessionName(flag);
+      if (flag !== undefined) return checkSessionName(flag);
       const fromEnv = env.AWREPL_SESSION;
       if (fromEnv === undefined || fromEnv === "") return undefined;
-      return validateSessionName(fromEnv, "AWREPL_SESSION");
+      return checkSessionName(fromEnv, "AWREPL_SESSION");
     },
     config() {
       config ??= loadConfig({ env });
@@ -164,17 +158,8 @@ function isCommanderError(err: unknown): err is CommanderError {
 }
 
 export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => void): Promise<Command> {
-  const { Command, Option, InvalidArgumentError } = await import("commander");
+  const { Command, Option } = await import("commander");
   const program = new Command("awrepl");
-  const MAX_DELAY_MS = 2 ** 31 - 1; // the longest delay a timer holds (config.ts checks the same)
-  const count = (unit: string) => (v: string) => {
-    if (!/^\d+$/.test(v.trim())) throw new InvalidArgumentError(`Expected a whole number of ${unit}, 0 or more.`);
-    const n = Number(v.trim());
-    if (unit === "milliseconds" && n > MAX_DELAY_MS) {
-      throw new InvalidArgumentError(`Expected at most ${MAX_DELAY_MS} milliseconds (about 24.8 days; 0 means none), not ${n}.`);
-    }
-    return n;
-  };
   program
     .description("A persistent Python REPL for agents and people: state that survives between shell calls.")
     .usage("[--session NAME] <command> [options]")
@@ -203,8 +188,8 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
     .option("-f, --file <file>", "read the cell from FILE (__file__ is set to it; tracebacks name it)")
     .option("--json", "print exactly one JSON object: the ExecResult")
     .option("--traceback", "show every traceback frame (default: the failing cell line and the error)")
-    .addOption(new Option("--timeout <ms>", "per-cell timeout in ms, 0 = none (default 30000)").argParser(count("milliseconds")))
-    .addOption(new Option("--max-output <bytes>", "bytes kept per cell of stdout+stderr, and of the value, the exception and the traceback each (default 65536)").argParser(count("bytes")))
+    .addOption(new Option("--timeout <ms>", "per-cell timeout in ms, 0 = none (default 30000)").argParser((v) => countOption("--timeout", "timeoutMs", v)))
+    .addOption(new Option("--max-output <bytes>", "bytes kept per cell of stdout+stderr, and of the value, the exception and the traceback each (default 65536)").argParser((v) => countOption("--max-output", "maxOutputBytes", v)))
     .option("--autosave", "with --session: snapshot after every cell that changes the namespace, so a timeout kill loses only that cell")
     .addHelpText("after", RUN_EXAMPLES)
     .action(async (code: string | undefined, opts: { file?: string; json?: boolean; traceback?: boolean; timeout?: number; maxOutput?: number; autosave?: boolean }) => {
@@ -215,15 +200,15 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
       setExit(await runCommand(args, ctx));
     });
 
-  const { registerRemoteCommands } = await import("./remote.ts");
+  const { registerRemoteCommands } = await import("./session_commands.ts");
   registerRemoteCommands(program, ctx);
-  const { registerServeCommand } = await import("./serve.ts");
+  const { registerServeCommand } = await import("./serve/command.ts");
   registerServeCommand(program, ctx, setExit);
 
   // A bad --session or --python is reported before any command runs, whether or not that command uses it.
   program.hook("preAction", () => {
     const flag = program.opts<{ session?: string }>().session;
-    if (flag !== undefined) validateSessionName(flag);
+    if (flag !== undefined) checkSessionName(flag);
     const python = pythonFlag();
     if (python !== undefined && python.trim() === "") throw usageError(`--python needs an interpreter command, not ${JSON.stringify(python)}`);
   });

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import type { ExecResult } from "../protocol.ts";
-import { LiveEcho, exitCodeFor, formatFailure, renderJson, renderText, shortTraceback, useColor } from "./render.ts";
+import type { ExecResult } from "../protocol/result.ts";
+import { LiveEcho, formatFailure, renderJson, renderText, shortTraceback, useColor } from "./render.ts";
 
 function result(fields: Partial<ExecResult>): ExecResult {
   return { stdout: "", stderr: "", value: null, exception: null, traceback: "", duration_ms: 1, truncated: false, truncated_bytes: 0, status: "ok", session: null, display: [], ...fields };
@@ -20,11 +20,6 @@ const TB = [
   "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
 ].join("\n");
 
-describe("exit codes", () => {
-  test("map every status", () => {
-    expect(["ok", "error", "timeout", "interrupted", "died"].map((status) => exitCodeFor({ status } as ExecResult))).toEqual([0, 1, 124, 130, 125]);
-  });
-});
 
 describe("renderText", () => {
   test("stdout, then display data, then the value; stderr apart", () => {

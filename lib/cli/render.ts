@@ -6,17 +6,12 @@
 // An exception is shown short by default — the innermost frame of the cell's own code with its source
 // line, then `ExceptionType: message` — because that is what a reader (or an agent's context window)
 // needs to act; `--traceback` shows every frame. JSON mode: exactly one object, the ExecResult.
-import { isTextMime } from "../display.ts";
-import { utf8Length, utf8Prefix } from "../output.ts";
-import type { ExecResult, ExecStatus } from "../protocol.ts";
-import type { RawText } from "../raw_text.ts";
+import { isTextMime } from "../session/display.ts";
+import { utf8Length, utf8Prefix } from "../session/output.ts";
+import type { ExecResult } from "../protocol/result.ts";
+import type { RawText } from "../wire/raw_text.ts";
 import { writeStream } from "./stdio.ts";
 
-const EXIT_FOR_STATUS: Record<ExecStatus, number> = { ok: 0, error: 1, timeout: 124, interrupted: 130, died: 125 };
-
-export function exitCodeFor(result: Pick<ExecResult, "status">): number {
-  return EXIT_FOR_STATUS[result.status] ?? 125;
-}
 
 export type RenderOptions = {
   /** Show every traceback frame instead of the short form. */

@@ -5,14 +5,16 @@
 // the session, the client and the config loader are loaded when the call needs them, and
 // parseFastRun lets main() skip building the commander program for a well-formed `run` command.
 import { resolve } from "node:path";
-import { ExitCode } from "../errors.ts";
-import { SESSION_NAME } from "../paths.ts";
-import type { ExecResult } from "../protocol.ts";
-import type { RemoteExecuteOptions, RemoteSession } from "../client.ts";
-import type { ReplSession } from "../session.ts";
+import { ExitCode, exitCodeForStatus } from "../core/errors.ts";
+import { parseCount } from "../core/limits.ts";
+import { killGroup } from "../core/process.ts";
+import { SESSION_NAME } from "../core/names.ts";
+import type { ExecResult } from "../protocol/result.ts";
+import type { RemoteExecuteOptions, RemoteSession } from "../client/attach.ts";
+import type { ReplSession } from "../session/session.ts";
 import type { CliContext } from "./context.ts";
 import { readCell } from "./input.ts";
-import { LiveEcho, exitCodeFor, renderJson, renderText, useColor, writeRendered } from "./render.ts";
+import { LiveEcho, renderJson, renderText, useColor, writeRendered } from "./render.ts";
 import { writeStream } from "./stdio.ts";
 
 export type RunArgs = {
@@ -78,12 +80,12 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
   try {
     if (name !== undefined) {
       // How the session is created if it does not exist yet; an existing one keeps its interpreter.
-      const [{ attach, early }, { attachOptions }] = await Promise.all([client as ReturnType<typeof connectClient>, import("./remote.ts")]);
+      const [{ attach, early }, { attachOptions }] = await Promise.all([client as ReturnType<typeof connectClient>, import("./session_commands.ts")]);
       const options = attachOptions(ctx, args.python);
       if (args.autosave) options.autosave = true;
       session = await attach(name, options, early);
     } else {
-      const [{ ReplSession }, { stateDir }] = await Promise.all([import("../session.ts"), import("../paths.ts")]);
+      const [{ ReplSession }, { stateDir }] = await Promise.all([import("../session/session.ts"), import("../settings/home.ts")]);
       const options = { timeoutMs, maxOutputBytes, graceMs: config.graceMs, python, cwd: process.cwd(), home: stateDir(ctx.env) };
       session = ephemeral = await ReplSession.start(EPHEMERAL_ID, options);
     }
@@ -116,7 +118,7 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
       const color = result.status !== "ok" && useColor(process.stderr.isTTY, ctx.env);
       await writeRendered(renderText(result, { traceback: args.traceback, color, echoed: live?.echoed }));
     }
-    return exitCodeFor(result);
+    return exitCodeForStatus(result.status);
   } finally {
     clearTimeout(stuck);
     process.off("SIGINT", onSigint);
@@ -126,7 +128,7 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
 }
 
 async function connectClient(env: NodeJS.ProcessEnv) {
-  const { attach, connectEarly } = await import("../client.ts");
+  const { attach, connectEarly } = await import("../client/attach.ts");
   return { attach, early: connectEarly({ clientEnv: env }) };
 }
 
@@ -147,16 +149,6 @@ function abandonedResult(durationMs: number): ExecResult {
   };
 }
 
-/** Ends a worker's whole process group at once (the second Ctrl-C: no time for a graceful close). */
-function killGroup(pid: number): void {
-  try {
-    if (process.platform === "win32") process.kill(pid, "SIGKILL");
-    else process.kill(-pid, "SIGKILL");
-  } catch {
-    // Already gone.
-  }
-}
-
 // ---------------------------------------------------------------------------------------------
 // The fast path: a well-formed `run` command parsed without commander (it costs ~6 ms per start).
 // It accepts only what commander would accept with the same meaning; anything else — an unknown or
@@ -165,8 +157,6 @@ function killGroup(pid: number): void {
 // ---------------------------------------------------------------------------------------------
 
 export type FastRun = { session?: string; run: RunArgs };
-
-const NUMBER = /^\d+$/;
 
 export function parseFastRun(argv: readonly string[]): FastRun | null {
   let session: string | undefined;
@@ -212,9 +202,10 @@ export function parseFastRun(argv: readonly string[]): FastRun | null {
       else run.traceback = true;
     } else if (flag === "--timeout" || flag === "--max-output") {
       const v = value();
-      if (v === undefined || !NUMBER.test(v) || Number(v) > 2 ** 31 - 1) return null; // commander says why
-      if (flag === "--timeout") run.timeoutMs = Number(v);
-      else run.maxOutputBytes = Number(v);
+      const parsed = v === undefined ? null : parseCount(v, flag === "--timeout" ? "timeoutMs" : "maxOutputBytes");
+      if (!parsed || "problem" in parsed) return null; // commander says why
+      if (flag === "--timeout") run.timeoutMs = parsed.value;
+      else run.maxOutputBytes = parsed.value;
     } else if ((flag === "-f" || flag === "--file") && inline === undefined) {
       const v = next();
       if (v === undefined || (v.startsWith("-") && v !== "-")) return null;

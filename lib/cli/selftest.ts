@@ -7,10 +7,10 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SessionPool } from "../pool.ts";
-import type { ExecResult } from "../protocol.ts";
-import { ReplSession } from "../session.ts";
-import type { SessionOptions } from "../types.ts";
+import { SessionPool } from "../session/pool.ts";
+import type { ExecResult } from "../protocol/result.ts";
+import { ReplSession } from "../session/session.ts";
+import type { SessionOptions } from "../protocol/api.ts";
 import { version } from "../../package.json";
 import { useColor } from "./render.ts";
 import { writeStream } from "./stdio.ts";
@@ -191,7 +191,7 @@ export async function selfTest(options: SelfTestOptions): Promise<number> {
   } finally {
     await shared?.close();
     try {
-      const { stopDaemon } = await import("../client.ts");
+      const { stopDaemon } = await import("../client/attach.ts");
       await stopDaemon({ env });
     } catch (err) {
       await say(`  ${paint("31", "FAIL")}  Stopping the self-test's supervisor: ${(err as Error).message}\n`);

@@ -5,10 +5,10 @@
 //   bun scripts/bench/library.ts [--smoke]      prints its figures as JSON
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { attach, daemonStatus, stopDaemon } from "../../lib/client.ts";
-import { ReplSession } from "../../lib/session.ts";
-import { SpareWorkers } from "../../lib/spare.ts";
-import type { Session } from "../../lib/types.ts";
+import { attach, daemonStatus, stopDaemon } from "../../lib/client/attach.ts";
+import { ReplSession } from "../../lib/session/session.ts";
+import { SpareWorkers } from "../../lib/worker/spare.ts";
+import type { Session } from "../../lib/protocol/api.ts";
 import {
   AWREPL_BIN,
   bigOutputCell,

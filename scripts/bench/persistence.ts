@@ -3,7 +3,7 @@
 // each cell waits for the previous cell's autosave: the per-cell figure is the whole cost.
 //
 //   bun scripts/bench/persistence.ts [--smoke]      prints its figures as JSON and a short table
-import { ReplSession } from "../../lib/session.ts";
+import { ReplSession } from "../../lib/session/session.ts";
 import { type Figures, figure, log, PYTHON, summarize, tempHome } from "./lib.ts";
 
 export type BenchOptions = { smoke?: boolean };

@@ -2,8 +2,8 @@
 // Ctrl-D, meta commands, NO_COLOR and a narrow terminal. Each test has its own AWREPL_HOME and its own
 // tmux server, both torn down afterwards.
 import { afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { awreplBinary, cleanupHome, makeHome, run, start, testEnv } from "./helpers.ts";
-import { prompts, TmuxPane } from "./serve_tmux.ts";
+import { awreplBinary, cleanupHome, makeHome, run, start, testEnv } from "../harness/binary.ts";
+import { prompts, TmuxPane } from "../harness/tmux.ts";
 
 let binary = "";
 let home = "";

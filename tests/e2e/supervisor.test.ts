@@ -4,10 +4,10 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { processAlive } from "../../lib/supervisor_lock.ts";
-import { AWREPL_VERSION, SUPERVISOR_PROTOCOL } from "../../lib/supervisor_paths.ts";
-import { socketPath } from "../../lib/transport.ts";
-import { cleanupHome, makeHome, processesOf, run, start, waitForNoProcesses } from "./helpers.ts";
+import { processAlive } from "../../lib/core/process.ts";
+import { AWREPL_VERSION, SUPERVISOR_PROTOCOL } from "../../lib/core/version.ts";
+import { socketPath } from "../../lib/settings/home.ts";
+import { cleanupHome, makeHome, processesOf, run, start, waitForNoProcesses } from "../harness/binary.ts";
 
 const homes: string[] = [];
 function home(): string {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { Runtime, bootstrapSource, closeAll } from "./harness.ts";
+import { Runtime, bootstrapSource, closeAll } from "../harness/runtime.ts";
 
 afterEach(closeAll);
 

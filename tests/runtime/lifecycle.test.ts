@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { Runtime, closeAll, isAlive } from "./harness.ts";
+import { Runtime, closeAll, isAlive } from "../harness/runtime.ts";
 
 afterEach(closeAll);
 

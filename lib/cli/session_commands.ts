@@ -1,0 +1,290 @@
+// The commands that talk to the supervisor: vars, inspect, reset, interrupt, snapshot, restore,
+// sessions, close, daemon, and the hidden `__supervisor` subcommand the client re-executes to start
+// the supervisor.
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import type { Command } from "commander";
+import { type AttachOptions, type RemoteSession, attach } from "../client/attach.ts";
+import { SUPERVISOR_SUBCOMMAND } from "../client/start.ts";
+import { AwreplError, usageError } from "../core/errors.ts";
+import type { RestoreReport } from "../protocol/result.ts";
+import type { SessionInfo } from "../protocol/supervisor.ts";
+import type { SnapshotReport } from "../protocol/api.ts";
+import type { CliContext } from "./context.ts";
+
+export function registerRemoteCommands(program: Command, ctx: CliContext): void {
+  const client = () => ({ env: ctx.env });
+
+  program
+    .command("vars")
+    .description("list the session's variables (name and short repr)")
+    .option("--json", "print one JSON object")
+    .action(async (opts: { json?: boolean }) => {
+      const vars = await withSession(ctx, (s) => s.variables(), EXISTING);
+      if (opts.json) return print(JSON.stringify(vars));
+      const names = Object.keys(vars);
+      const width = Math.min(24, Math.max(0, ...names.map((n) => n.length)));
+      print(names.map((n) => `${n.padEnd(width)}  ${vars[n]}`).join("\n"));
+    });
+
+  program
+    .command("inspect")
+    .description("describe one variable: type, repr, doc, signature, ...")
+    .argument("<name>", "a name in the session's namespace")
+    .option("--json", "print one JSON object")
+    .action(async (name: string, opts: { json?: boolean }) => {
+      const info = await withSession(ctx, (s) => s.inspect(name), EXISTING);
+      if (opts.json) return print(JSON.stringify(info));
+      print(
+        Object.entries(info)
+          .filter(([, v]) => v !== null && v !== undefined)
+          .map(([k, v]) => `${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`)
+          .join("\n"),
+      );
+    });
+
+  program
+    .command("reset")
+    .description("clear the session's namespace (the worker keeps running)")
+    .action(async () => {
+      await withSession(ctx, (s) => s.reset(), EXISTING);
+    });
+
+  program
+    .command("interrupt")
+    .description("interrupt the session's running cell (from any shell)")
+    .action(async () => {
+      const name = requireSession(ctx);
+      const { interruptSession } = await import("../client/attach.ts");
+      const interrupted = await interruptSession(name, client());
+      if (!interrupted) {
+        const [{ listSessions }, { savedSessionNames }, { resolveHome }] = await Promise.all([
+          import("../client/attach.ts"),
+          import("../session/snapshot_files.ts"),
+          import("../settings/home.ts"),
+        ]);
+        const known = (await listSessions(client())).some((r) => r.name === name) || savedSessionNames(resolveHome(client())).includes(name);
+        if (!known) throw new AwreplError("session_not_found", `No session named ${JSON.stringify(name)}`);
+        process.stderr.write(`Session ${name} was not running a cell\n`);
+      }
+    });
+
+  program
+    .command("snapshot")
+    .description("save the session's variables (default: in the state directory, restored on next use)")
+    .argument("[path]", "where to write the snapshot (its JSON manifest goes beside it)")
+    .option("--json", "print one JSON object")
+    .action(async (path: string | undefined, opts: { json?: boolean }) => {
+      // A relative path is the caller's, not the session's working directory.
+      const target = path === undefined ? undefined : resolve(path);
+      if (target !== undefined && !isDirectory(dirname(target))) {
+        throw usageError(`Cannot write a snapshot to ${target}: the directory ${dirname(target)} does not exist`);
+      }
+      const report = await withSession(ctx, (s) => s.snapshot(target), EXISTING);
+      print(opts.json ? JSON.stringify(report) : snapshotText(report));
+    });
+
+  program
+    .command("restore")
+    .description("load a snapshot's variables into the session (default: its own snapshot)")
+    .argument("[path]", "the snapshot to load")
+    .option("--json", "print one JSON object")
+    .action(async (path: string | undefined, opts: { json?: boolean }) => {
+      const source = path === undefined ? undefined : resolve(path);
+      if (source !== undefined && !existsSync(source)) throw usageError(`No snapshot at ${source}`);
+      // Its own snapshot: nothing to restore into a name that has neither a session nor a snapshot.
+      const report = await withSession(ctx, (s) => s.restore(source), source === undefined);
+      print(opts.json ? JSON.stringify(report) : restoreText(report));
+    });
+
+  program
+    .command("sessions")
+    .description("list the supervisor's sessions")
+    .option("--json", "print a JSON array")
+    .action(async (opts: { json?: boolean }) => {
+      const [{ listSessions }, { savedSessionNames }, { resolveHome }] = await Promise.all([
+        import("../client/attach.ts"),
+        import("../session/snapshot_files.ts"),
+        import("../settings/home.ts"),
+      ]);
+      const rows = await listSessions(client());
+      if (opts.json) return print(JSON.stringify(rows));
+      // Sessions that exist only as a snapshot come back on their next use: say which.
+      const running = new Set(rows.map((r) => r.name));
+      const saved = savedSessionNames(resolveHome(client())).filter((n) => !running.has(n));
+      const table = rows.length === 0 && saved.length > 0 ? "No sessions running" : sessionsTable(rows);
+      print(saved.length ? `${table}\nSaved, restored on next use: ${saved.join(", ")}` : table);
+    });
+
+  program
+    .command("close")
+    .description("end a session's worker and forget its snapshot (or every session with --all)")
+    .argument("[name]", "the session to close")
+    .option("--all", "close every session")
+    .option("--keep", "keep the snapshot: the next use of the name restores it")
+    .action(async (name: string | undefined, opts: { all?: boolean; keep?: boolean }) => {
+      const { closeAllSessions, closeSession } = await import("../client/attach.ts");
+      const options = { ...client(), keep: opts.keep === true };
+      if (opts.all) {
+        if (name !== undefined) throw usageError("close takes a session name or --all, not both");
+        const closed = await closeAllSessions(options);
+        process.stderr.write(closed.length ? `Closed ${closed.join(", ")}\n` : "No sessions to close\n");
+        return;
+      }
+      if (name === undefined) throw usageError("close needs a session name (or --all)");
+      if (!(await closeSession(name, options))) throw new AwreplError("session_not_found", `No session named ${JSON.stringify(name)}`);
+    });
+
+  const daemon = program
+    .command("daemon")
+    .description("the background supervisor: status | stop | logs")
+    .action(() => {
+      throw usageError("daemon needs a subcommand: status, stop or logs");
+    });
+  daemon
+    .command("status")
+    .description("is the supervisor running, and what does it hold")
+    .option("--json", "print one JSON object (null when not running)")
+    .action(async (opts: { json?: boolean }) => {
+      const { daemonStatus } = await import("../client/attach.ts");
+      const status = await daemonStatus(client());
+      if (opts.json) return print(JSON.stringify(status));
+      if (!status) return print("Supervisor not running");
+      print(
+        [
+          `Supervisor running: pid ${status.pid}, version ${status.version}, up ${duration(status.uptime_ms)}`,
+          `sessions: ${status.sessions}   spare workers: ${status.spares}   connections: ${status.connections}   rss: ${bytes(status.rss_bytes)}`,
+          `socket: ${status.socket}`,
+          `log: ${status.log}`,
+          `idle exit: ${status.idle_exit_ms ? `after ${duration(status.idle_exit_ms)} with no sessions` : "never"}`,
+        ].join("\n"),
+      );
+    });
+  daemon
+    .command("stop")
+    .description("stop the supervisor and every session's worker")
+    .action(async () => {
+      const { stopDaemon } = await import("../client/attach.ts");
+      const stopped = await stopDaemon(client());
+      process.stderr.write(stopped ? "Supervisor stopped\n" : "Supervisor not running\n");
+    });
+  daemon
+    .command("logs")
+    .description("print the supervisor's log")
+    .option("-n, --lines <count>", "only the last COUNT lines", (v) => {
+      if (!/^\d+$/.test(v)) throw usageError(`--lines must be a number, not ${JSON.stringify(v)}`);
+      return Number(v);
+    })
+    .action(async (opts: { lines?: number }) => {
+      const { daemonLogPath } = await import("../client/attach.ts");
+      const path = daemonLogPath(client());
+      let text: string;
+      try {
+        text = readFileSync(path, "utf8");
+      } catch {
+        process.stderr.write(`No supervisor log yet (${path})\n`);
+        return;
+      }
+      if (opts.lines !== undefined) text = text.split("\n").slice(-opts.lines - 1).join("\n");
+      process.stdout.write(text);
+    });
+
+  program
+    .command(SUPERVISOR_SUBCOMMAND, { hidden: true })
+    .description("run the supervisor in the foreground (started by the client)")
+    .action(async () => {
+      const { runSupervisor } = await import("../supervisor/supervisor.ts");
+      // Exit explicitly: nothing the supervisor opened may keep a finished supervisor alive.
+      process.exit(await runSupervisor({ env: ctx.env }));
+    });
+}
+
+/** Options for attach() from the CLI's config: how a session is created on first use. */
+export function attachOptions(ctx: CliContext, python?: string): AttachOptions {
+  const config = ctx.config();
+  return {
+    // --python beats the interpreter a session restored from its snapshot was created with; the
+    // config's (AWREPL_PYTHON, the config file) does not.
+    python,
+    defaultPython: config.python,
+    timeoutMs: config.timeoutMs,
+    maxOutputBytes: config.maxOutputBytes,
+    graceMs: config.graceMs,
+    autosave: config.autosave,
+    cwd: process.cwd(),
+    clientEnv: ctx.env,
+  };
+}
+
+function requireSession(ctx: CliContext): string {
+  const name = ctx.session();
+  if (name === undefined) throw usageError("This command needs a session: pass --session NAME (or set AWREPL_SESSION)");
+  return name;
+}
+
+/** Commands that only read or act on a session: a name with no session and no snapshot is an error. */
+const EXISTING = true;
+
+async function withSession<T>(ctx: CliContext, fn: (s: RemoteSession) => Promise<T>, existing = false): Promise<T> {
+  const name = requireSession(ctx);
+  const session = await attach(name, { ...attachOptions(ctx), existing });
+  try {
+    return await fn(session);
+  } finally {
+    await session.close();
+  }
+}
+
+function isDirectory(path: string): boolean {
+  return statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
+}
+
+function print(text: string): void {
+  process.stdout.write(text.endsWith("\n") || text === "" ? text : `${text}\n`);
+}
+
+function snapshotText(r: SnapshotReport): string {
+  const lines = [`Saved ${r.saved.length} name(s) to ${r.path} (${r.bytes} bytes)`];
+  for (const s of r.skipped) lines.push(`skipped ${s.name}: ${s.reason}`);
+  if (r.pruned.length) lines.push(`pruned from the session: ${r.pruned.join(", ")}`);
+  return lines.join("\n");
+}
+
+function restoreText(r: RestoreReport): string {
+  const lines = [`Restored ${r.restored.length} name(s) from ${r.source}${r.restored.length ? `: ${r.restored.join(", ")}` : ""}`];
+  for (const f of r.failed) lines.push(`not restored ${f.name}: ${f.reason}`);
+  return lines.join("\n");
+}
+
+function sessionsTable(rows: SessionInfo[]): string {
+  if (rows.length === 0) return "No sessions";
+  const header = ["NAME", "PID", "STATE", "CELLS", "AGE", "IDLE", "RSS", "PYTHON", "CWD"];
+  const lines = rows.map((r) => [
+    r.name,
+    String(r.pid ?? "-"),
+    r.queued ? `${r.state}+${r.queued}` : r.state,
+    String(r.cells_run),
+    duration(r.age_ms),
+    duration(r.idle_ms),
+    bytes(r.rss_bytes),
+    r.python,
+    r.cwd,
+  ]);
+  const all = [header, ...lines];
+  const widths = header.map((_, i) => Math.max(...all.map((row) => (row[i] as string).length)));
+  return all.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] as number))).join("  ")).join("\n");
+}
+
+function duration(ms: number): string {
+  const s = Math.floor(ms / 1000);
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h${String(Math.floor(s / 60) % 60).padStart(2, "0")}m`;
+  return `${Math.floor(s / 86400)}d${String(Math.floor(s / 3600) % 24).padStart(2, "0")}h`;
+}
+
+function bytes(n: number | null): string {
+  if (n === null) return "-";
+  if (n < 1024 * 1024) return `${Math.round(n / 1024)}K`;
+  return `${(n / (1024 * 1024)).toFixed(1)}M`;
+}

@@ -1,0 +1,210 @@
+// attach() and the client calls against a real supervisor started from source (`bun main.ts
+// __supervisor`), with real Python workers; each test has its own state directory.
+import { afterEach, describe, expect, test } from "bun:test";
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { attach, closeSession, daemonStatus, interruptSession, listSessions, stopDaemon } from "./attach.ts";
+import { processAlive } from "../core/process.ts";
+import { socketPath } from "../settings/home.ts";
+
+const PYTHON = process.env.AWREPL_TEST_PYTHON ?? "/usr/bin/python3";
+const homes: string[] = [];
+
+function home(): string {
+  const h = mkdtempSync(join(tmpdir(), "awrepl-client-"));
+  homes.push(h);
+  return h;
+}
+
+afterEach(async () => {
+  for (const h of homes.splice(0)) {
+    const status = await daemonStatus({ home: h }).catch(() => null);
+    await stopDaemon({ home: h }).catch(() => false);
+    if (status && processAlive(status.pid)) process.kill(status.pid, "SIGKILL");
+    rmSync(h, { recursive: true, force: true });
+  }
+});
+
+describe("attach", () => {
+  test("two attachments share one live namespace; close() only detaches", async () => {
+    const h = home();
+    const a = await attach("shared", { home: h, python: PYTHON });
+    expect((await a.execute("x = 41")).status).toBe("ok");
+    await a.close();
+    await using b = await attach("shared", { home: h, python: PYTHON });
+    const r = await b.execute("x + 1");
+    expect(r.value).toBe("42");
+    expect(r.session).toBe("shared");
+    expect(Object.keys(await b.variables())).toEqual(["x"]);
+    expect((await b.inspect("x")).type).toBe("int");
+    const rows = await listSessions({ home: h });
+    expect(rows.map((s) => s.name)).toEqual(["shared"]);
+  });
+
+  test("live output streams before the result, and an abort interrupts the cell", async () => {
+    const h = home();
+    await using s = await attach("stream", { home: h, python: PYTHON });
+    const abort = new AbortController();
+    const seen: string[] = [];
+    const result = s.execute("import time\nprint('tick', flush=True)\ntime.sleep(60)", {
+      signal: abort.signal,
+      onOutput: (stream, text) => {
+        seen.push(`${stream}:${text}`);
+        abort.abort();
+      },
+    });
+    const r = await result;
+    expect(seen[0]).toBe("stdout:tick\n");
+    expect(r.status).toBe("interrupted");
+    expect((await s.execute("1 + 1")).value).toBe("2");
+  });
+
+  test("liveLimit: live stdout/stderr stop once that many bytes went out; the result keeps head and tail", async () => {
+    const h = home();
+    await using s = await attach("limited", { home: h, python: PYTHON });
+    // 4000 flushed lines of 100 bytes (400 kB) on both streams, so the limit falls mid-cell.
+    const code = "import sys\nfor i in range(4000):\n    print(f'{i:099d}', file=sys.stderr if i % 3 == 0 else sys.stdout, flush=True)";
+    let live = "";
+    const r = await s.execute(code, { maxOutputBytes: 20_000, liveLimit: 10_000, onOutput: (_stream, text) => (live += text) });
+    expect(r.status).toBe("ok");
+    // At least the limit (what the client shows), and at most one more of the runtime's chunks.
+    expect(Buffer.byteLength(live)).toBeGreaterThanOrEqual(10_000);
+    expect(Buffer.byteLength(live)).toBeLessThan(10_000 + 70_000);
+    expect(live.startsWith(`${"0".repeat(99)}\n`)).toBe(true);
+    expect(live).not.toContain(`${"3999".padStart(99, "0")}\n`);
+    // The result is as without a limit: head, marker and the cell's real end.
+    expect(r.stdout.endsWith(`${"3998".padStart(99, "0")}\n`)).toBe(true);
+    expect(r.stderr.endsWith(`${"3999".padStart(99, "0")}\n`)).toBe(true);
+    expect(r.truncated_bytes).toBeGreaterThan(0);
+    // Without one, every byte still streams.
+    let all = 0;
+    await s.execute(code, { maxOutputBytes: 20_000, onOutput: (_stream, text) => (all += Buffer.byteLength(text)) });
+    expect(all).toBe(400_000);
+  });
+
+  test("interruptSession reaches a cell started by another client; closeSession ends the worker", async () => {
+    const h = home();
+    await using s = await attach("busy", { home: h, python: PYTHON });
+    const pid = Number((await s.execute("import os; os.getpid()")).value);
+    const running = s.execute("import time\nprint('go', flush=True)\ntime.sleep(60)", { onOutput: () => {} });
+    await waitFor(async () => (await listSessions({ home: h }))[0]?.state === "busy");
+    expect(await interruptSession("busy", { home: h })).toBe(true);
+    expect((await running).status).toBe("interrupted");
+    expect(await interruptSession("busy", { home: h })).toBe(false);
+    expect(await closeSession("busy", { home: h })).toBe(true);
+    await waitFor(async () => !processAlive(pid));
+    expect(await closeSession("busy", { home: h })).toBe(false);
+  });
+
+  test("calls to one session run in arrival order across clients; a busy session delays no other", async () => {
+    const h = home();
+    await using a = await attach("ordered", { home: h, python: PYTHON });
+    await using b = await attach("ordered", { home: h, python: PYTHON });
+    await using other = await attach("other", { home: h, python: PYTHON });
+    await a.execute("order = []");
+    await other.execute("1");
+    const finished: string[] = [];
+    const track = (name: string, p: Promise<unknown>) => p.then(() => finished.push(name));
+    const first = track("first", a.execute("import time\ntime.sleep(1)\norder.append(1)"));
+    await waitFor(async () => (await listSessions({ home: h })).find((s) => s.name === "ordered")?.state === "busy");
+    const second = track("second", b.execute("order.append(2)"));
+    await waitFor(async () => (await listSessions({ home: h })).find((s) => s.name === "ordered")?.queued === 1);
+    const third = track("third", a.execute("order.append(3)"));
+    const elsewhere = track("elsewhere", other.execute("2 + 2"));
+    await Promise.all([first, second, third, elsewhere]);
+    // The other session was not held up; the FIFO order is the order the cells ran in (results on
+    // two connections may reach this process in either order when they are a fraction of a ms apart).
+    expect(finished[0]).toBe("elsewhere");
+    expect(finished[1]).toBe("first");
+    expect((await b.execute("order")).value).toBe("[1, 2, 3]");
+  });
+
+  test("a session closed under an attached client comes back fresh and says so; after a stop it comes back restored", async () => {
+    const h = home();
+    await using s = await attach("phoenix", { home: h, python: PYTHON });
+    expect((await s.execute("x = 1")).notice).toBeUndefined();
+    expect(await closeSession("phoenix", { home: h })).toBe(true);
+    const afterClose = await s.execute("y = 2\n'x' in globals()");
+    expect(afterClose.value).toBe("False");
+    expect(afterClose.notice).toContain("earlier state is gone");
+    expect(await stopDaemon({ home: h })).toBe(true);
+    // Our connection learns of the close through an event; a call made before it arrives fails
+    // (it cannot know whether the request ran), so give the event a moment.
+    await Bun.sleep(200);
+    const afterStop = await s.execute("y + 2");
+    expect(afterStop.value).toBe("4");
+    expect(afterStop.notice).toBeUndefined();
+    expect(afterStop.restored?.restored).toEqual(["y"]);
+  });
+
+  test("close --keep keeps the snapshot; close forgets it, also when no supervisor runs", async () => {
+    const h = home();
+    await using s = await attach("kept", { home: h, python: PYTHON });
+    await s.execute("v = 'saved'");
+    await s.snapshot();
+    expect(await closeSession("kept", { home: h, keep: true })).toBe(true);
+    expect((await s.execute("v")).value).toBe("'saved'");
+    expect(await stopDaemon({ home: h })).toBe(true);
+    // No supervisor: the snapshot on disk is what close forgets.
+    expect(await closeSession("kept", { home: h })).toBe(true);
+    expect(await daemonStatus({ home: h })).toBeNull();
+    expect(await closeSession("kept", { home: h })).toBe(false);
+    await Bun.sleep(200);
+    const fresh = await s.execute("'v' in globals()");
+    expect(fresh.value).toBe("False");
+    expect(fresh.restored).toBeUndefined();
+  });
+
+  test("calls that need no supervisor do not start one", async () => {
+    const h = home();
+    expect(await listSessions({ home: h })).toEqual([]);
+    expect(await daemonStatus({ home: h })).toBeNull();
+    expect(await stopDaemon({ home: h })).toBe(false);
+    expect(await closeSession("nothing", { home: h })).toBe(false);
+  });
+
+  test("a bad session name is a usage error before anything is started", async () => {
+    const h = home();
+    await expect(attach("no/slashes", { home: h })).rejects.toMatchObject({ code: "usage" });
+    expect(await daemonStatus({ home: h })).toBeNull();
+  });
+
+  test("a supervisor of another version is asked to stop and replaced", async () => {
+    const h = home();
+    // A stand-in for an older supervisor: it answers hello with another version and exits on stop.
+    const old = spawn("sleep", ["60"], { stdio: "ignore" });
+    let stopped = false;
+    const server = createServer((socket) => {
+      socket.on("data", (chunk) => {
+        for (const line of chunk.toString().split("\n").filter(Boolean)) {
+          const msg = JSON.parse(line) as { op: string; id?: number };
+          if (msg.op === "hello") socket.write(`${JSON.stringify({ type: "hello", ok: false, protocol: 0, version: "0.0.1", pid: old.pid })}\n`);
+          else if (msg.op === "stop") {
+            stopped = true;
+            server.close();
+            old.kill("SIGKILL");
+            socket.destroy();
+          } else socket.write(`${JSON.stringify({ type: "error", id: msg.id ?? null, code: "version_mismatch", message: "old" })}\n`);
+        }
+      });
+    });
+    await new Promise<void>((r) => server.listen(socketPath(h), r));
+    await using s = await attach("upgraded", { home: h, python: PYTHON });
+    const r = await s.execute("'new'");
+    expect(stopped).toBe(true);
+    expect(r.value).toBe("'new'");
+    const status = await daemonStatus({ home: h });
+    expect(status?.pid).not.toBe(old.pid);
+  });
+});
+
+async function waitFor(cond: () => Promise<boolean> | boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`Condition not met within ${timeoutMs} ms`);
+    await Bun.sleep(20);
+  }
+}

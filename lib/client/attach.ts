@@ -1,0 +1,310 @@
+// The library's way to a supervisor-held session: attach(name) returns a Session (the interface
+// ReplSession implements) whose worker lives in the background supervisor, so a TypeScript agent and
+// a shell (`awrepl -s name run ...`) share one live namespace. Plus the calls behind `sessions`,
+// `close` and `daemon`. Keep this module's imports small: it is on the CLI's hot path.
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { SupervisorConnection } from "./connection.ts";
+import { connectFast, connectSupervisor, processAlive, stopAndWait } from "./start.ts";
+import { AwreplError } from "../core/errors.ts";
+import { checkSessionName } from "../core/names.ts";
+import { RawText } from "../wire/raw_text.ts";
+import type { DaemonStatus, SessionInfo, SessionSpec, StreamReply } from "../protocol/supervisor.ts";
+import type { ExecResult, RestoreReport } from "../protocol/result.ts";
+import type { InspectInfo } from "../protocol/runtime.ts";
+import { type ClientOptions, resolveHome, type SupervisorPaths, supervisorPaths } from "../settings/home.ts";
+import type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, SnapshotReport } from "../protocol/api.ts";
+
+export type { ClientOptions } from "../settings/home.ts";
+
+/**
+ * SessionOptions say how the session is created if it does not exist yet (an existing session keeps
+ * the interpreter, directory and environment it started with); `clientEnv` is the caller's
+ * environment, used to find the state directory (unless `home` is given) and to start the supervisor.
+ */
+export type AttachOptions = SessionOptions & {
+  clientEnv?: NodeJS.ProcessEnv;
+  /**
+   * The interpreter to use when `python` is not given (a config default): unlike `python`, a
+   * session re-created from its snapshot keeps the interpreter it was created with instead.
+   */
+  defaultPython?: string;
+  /** Only an existing session, or one with a snapshot to restore: never create a fresh one (session_not_found). */
+  existing?: boolean;
+};
+
+export async function attach(name: string, options: AttachOptions = {}, early?: EarlyConnection): Promise<RemoteSession> {
+  checkSessionName(name);
+  const env = options.clientEnv ?? process.env;
+  const paths = early?.paths ?? supervisorPaths(resolveHome({ env, home: options.home }));
+  // No round trip here: the first call carries the session's spec and creates it if needed.
+  const conn = early ? ((await early.conn) ?? (await connectFast(paths, env))) : await connectFast(paths, env);
+  return new RemoteSession(name, conn, sessionSpec(options, env), paths, env);
+}
+
+/** A connection (and its hello) on its way, started before attach() (see connectEarly). */
+/** RemoteSession.execute's options: Session's, plus undecoded live output and a live-output limit. */
+export type RemoteExecuteOptions = ExecuteOptions & {
+  onRawOutput?(stream: "stdout" | "stderr", raw: RawText): void;
+  liveLimit?: number;
+};
+
+export type EarlyConnection = { paths: SupervisorPaths; conn: Promise<SupervisorConnection | null> };
+
+/**
+ * Starts connecting to the supervisor and sends hello, for a later attach(name, options, early) with
+ * the same `home`/`clientEnv`: the CLI reads its cell and config meanwhile, so the connection's set-up
+ * on both sides is off the critical path. Resolves null when no supervisor listens (attach starts one).
+ */
+export function connectEarly(options: Pick<AttachOptions, "home" | "clientEnv"> = {}): EarlyConnection {
+  const env = options.clientEnv ?? process.env;
+  const paths = supervisorPaths(resolveHome({ env, home: options.home }));
+  const conn = SupervisorConnection.connect(paths);
+  conn.catch(() => {}); // reported by attach(), if it is ever called
+  return { paths, conn };
+}
+
+/**
+ * A session held by the supervisor. `close()` (and `await using`) only detaches this client: the
+ * session lives on for other clients and later shell calls. `closeSession(name)` ends it.
+ */
+export class RemoteSession implements Session {
+  constructor(
+    readonly id: string,
+    private conn: SupervisorConnection,
+    private readonly spec: SessionSpec,
+    private readonly paths: SupervisorPaths,
+    private readonly env: NodeJS.ProcessEnv,
+  ) {}
+
+  /** A call of ours has reached the session (so a later re-creation means lost state). */
+  private used = false;
+
+  /**
+   * Sends a request; if the supervisor turned out to be another version (or went away before it
+   * answered hello), nothing ran: replace it and send again, once.
+   */
+  private async send<T>(request: (conn: SupervisorConnection) => Promise<T>): Promise<T> {
+    // Lost earlier (daemon stop, a crash): this call goes to a new supervisor, which re-creates the
+    // session from its spec; the result's notice says the state is gone.
+    if (this.conn.closed) this.conn = (await connectSupervisor(this.paths, { autostart: true, env: this.env })) as SupervisorConnection;
+    const conn = this.conn;
+    try {
+      return await request(conn);
+    } catch (err) {
+      const code = (err as AwreplError).code;
+      const retry = code === "version_mismatch" || (code === "supervisor_unreachable" && !conn.helloReceived && !conn.unanswered);
+      if (!retry) throw err;
+      conn.close();
+      this.conn = (await connectSupervisor(this.paths, { autostart: true, env: this.env })) as SupervisorConnection;
+      return request(this.conn);
+    }
+  }
+
+  /**
+   * `onRawOutput` (not part of Session) gets live output undecoded, as ReplSession's does.
+   * `liveLimit` (not part of Session): the caller shows only this many bytes of live stdout/stderr,
+   * so the supervisor need not send more.
+   */
+  async execute(code: string, options: RemoteExecuteOptions = {}): Promise<ExecResult> {
+    const { onOutput, onDisplay, onRawOutput, signal } = options;
+    signal?.throwIfAborted?.();
+    const onStream = (reply: StreamReply) => {
+      if (reply.type === "display") onDisplay?.(reply.item);
+      else if (onRawOutput) onRawOutput(reply.type, new RawText(Buffer.from(JSON.stringify(reply.text).slice(1, -1)), Buffer.byteLength(reply.text)));
+      else onOutput?.(reply.type, reply.text);
+    };
+    // Output read raw goes straight to onRawOutput, or is decoded for onOutput.
+    const onRaw = onRawOutput ?? (onOutput ? (stream: "stdout" | "stderr", raw: RawText) => onOutput(stream, raw.text()) : undefined);
+    return this.send(async (conn) => {
+      const call = conn.execute(
+        {
+          op: "execute",
+          session: this.id,
+          code,
+          timeoutMs: options.timeoutMs,
+          maxOutputBytes: options.maxOutputBytes,
+          stream: Boolean(onOutput || onDisplay || onRawOutput),
+          liveLimit: options.liveLimit,
+          spec: this.spec,
+          known: this.used,
+          filename: options.filename,
+        },
+        onStream,
+        onRaw,
+      );
+      const onAbort = () => conn.notify({ op: "cancel", target: call.id });
+      signal?.addEventListener("abort", onAbort, { once: true });
+      try {
+        const result = await call;
+        this.used = true;
+        return result;
+      } finally {
+        signal?.removeEventListener("abort", onAbort);
+      }
+    });
+  }
+
+  variables(): Promise<Record<string, string>> {
+    return this.send((c) => c.call({ op: "variables", session: this.id, spec: this.spec }));
+  }
+
+  inspect(name: string): Promise<InspectInfo> {
+    return this.send((c) => c.call({ op: "inspect", session: this.id, name, spec: this.spec }));
+  }
+
+  async reset(): Promise<void> {
+    await this.send((c) => c.call({ op: "reset", session: this.id, spec: this.spec }));
+  }
+
+  async interrupt(): Promise<void> {
+    await this.send((c) => c.call({ op: "interrupt", session: this.id }));
+  }
+
+  complete(code: string, cursor?: number): Promise<string[]> {
+    return this.send((c) => c.call({ op: "complete", session: this.id, code, cursor, spec: this.spec }));
+  }
+
+  isComplete(code: string): Promise<{ status: CompletenessStatus; indent: string }> {
+    return this.send((c) => c.call({ op: "is_complete", session: this.id, code, spec: this.spec }));
+  }
+
+  snapshot(path?: string): Promise<SnapshotReport> {
+    return this.send((c) => c.call({ op: "snapshot", session: this.id, path, spec: this.spec }));
+  }
+
+  restore(path?: string): Promise<RestoreReport> {
+    return this.send((c) => c.call({ op: "restore", session: this.id, path, spec: this.spec }));
+  }
+
+  /** Detaches: the session stays in the supervisor. */
+  async close(): Promise<void> {
+    this.conn.close();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+}
+
+/** The sessions the supervisor holds; empty when no supervisor runs (none is started). */
+export async function listSessions(options: ClientOptions = {}): Promise<SessionInfo[]> {
+  return (await withSupervisor(options, (c) => c.call({ op: "list" }))) ?? [];
+}
+
+export type CloseOptions = ClientOptions & {
+  /** Keep the session's snapshot, so its next use restores it (default: forget it). */
+  keep?: boolean;
+};
+
+/**
+ * Ends one session's worker and forgets its snapshot (unless `keep`), also when the session is not
+ * running. Resolves false when there was neither a running session nor a snapshot of that name.
+ */
+export async function closeSession(name: string, options: CloseOptions = {}): Promise<boolean> {
+  checkSessionName(name);
+  const keep = options.keep === true;
+  const r = await withSupervisor(options, (c) => c.call({ op: "close", session: name, keep }));
+  if (r) return r.closed || r.forgot;
+  // No supervisor: the snapshot on disk is all there is of the session.
+  const { forgetSnapshot } = await import("../session/snapshot_files.ts");
+  return keep ? false : forgetSnapshot(resolveHome(options), name);
+}
+
+/** Ends every session and forgets every snapshot (unless `keep`); resolves the names closed or forgotten. */
+export async function closeAllSessions(options: CloseOptions = {}): Promise<string[]> {
+  const keep = options.keep === true;
+  const r = await withSupervisor(options, (c) => c.call({ op: "close_all", keep }));
+  if (r) return [...new Set([...r.closed, ...r.forgot])].sort();
+  if (keep) return [];
+  const { forgetSnapshot, savedSessionNames } = await import("../session/snapshot_files.ts");
+  const home = resolveHome(options);
+  return savedSessionNames(home).filter((n) => forgetSnapshot(home, n));
+}
+
+/** Interrupts a session's running cell from any process. Resolves false when nothing ran. */
+export async function interruptSession(name: string, options: ClientOptions = {}): Promise<boolean> {
+  checkSessionName(name);
+  const r = await withSupervisor(options, (c) => c.call({ op: "interrupt", session: name }));
+  return r?.interrupted ?? false;
+}
+
+/** The running supervisor's status, or null when none runs. */
+export async function daemonStatus(options: ClientOptions = {}): Promise<DaemonStatus | null> {
+  return withSupervisor(options, (c) => c.call({ op: "status" }));
+}
+
+/** Stops the supervisor (every session ends with it) and waits until it is gone. False if none ran. */
+export async function stopDaemon(options: ClientOptions = {}): Promise<boolean> {
+  const paths = supervisorPaths(resolveHome(options));
+  const conn = await SupervisorConnection.connect(paths);
+  if (!conn) return false;
+  let pid: number;
+  try {
+    pid = (await conn.hello).pid;
+  } catch (err) {
+    conn.close();
+    if (!conn.unanswered) return false; // closed before answering: it was exiting anyway
+    throw err;
+  }
+  await stopAndWait(conn, pid);
+  if (processAlive(pid)) {
+    throw new AwreplError("internal", `The supervisor (pid ${pid}) did not stop; see its log: ${paths.log}`);
+  }
+  return true;
+}
+
+/** Where the supervisor logs (it may not exist yet). */
+export function daemonLogPath(options: ClientOptions = {}): string {
+  return supervisorPaths(resolveHome(options)).log;
+}
+
+async function withSupervisor<T>(options: ClientOptions, fn: (conn: SupervisorConnection) => Promise<T>): Promise<T | null> {
+  const env = options.env ?? process.env;
+  const paths = supervisorPaths(resolveHome(options));
+  const conn = await connectSupervisor(paths, { autostart: false, env });
+  if (!conn) return null;
+  try {
+    return await fn(conn);
+  } finally {
+    conn.close();
+  }
+}
+
+/**
+ * What the supervisor needs to create the session as if this process had: its directory, its
+ * environment, and its interpreter choice ($VIRTUAL_ENV, ./.venv) resolved here because the supervisor's environment
+ * and directory are someone else's.
+ */
+function sessionSpec(options: AttachOptions, env: NodeJS.ProcessEnv): SessionSpec {
+  const cwd = options.cwd ?? process.cwd();
+  return {
+    python: options.python ?? options.defaultPython ?? env.AWREPL_PYTHON ?? localPython(cwd, env),
+    pythonGiven: options.python !== undefined || undefined,
+    cwd,
+    // The whole environment, as an ephemeral run gets it: the supervisor's is whoever started it.
+    env: { ...callerEnv(env), ...options.env },
+    timeoutMs: options.timeoutMs,
+    maxOutputBytes: options.maxOutputBytes,
+    graceMs: options.graceMs,
+    autosave: options.autosave,
+    existing: options.existing || undefined,
+  };
+}
+
+/**
+ * The caller's environment for a session it creates, minus awrepl's own settings (AWREPL_*: the
+ * session, home, interpreter and limits of this call, not of the code the session runs).
+ */
+export function callerEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && !k.startsWith("AWREPL_")) out[k] = v;
+  return out;
+}
+
+function localPython(cwd: string, env: NodeJS.ProcessEnv): string | undefined {
+  const bin = process.platform === "win32" ? join("Scripts", "python.exe") : join("bin", "python");
+  if (env.VIRTUAL_ENV && existsSync(join(env.VIRTUAL_ENV, bin))) return join(env.VIRTUAL_ENV, bin);
+  const venv = join(cwd, ".venv", bin);
+  return existsSync(venv) ? venv : undefined;
+}

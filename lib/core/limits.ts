@@ -1,0 +1,64 @@
+// Defaults and limits, in one place: what a session, the supervisor and every command fall back to,
+// and the one check every timeout, grace period and byte limit passes, wherever it comes from (a flag,
+// the environment, a config file, a library option, a supervisor request).
+import { usageError } from "./errors.ts";
+
+/** The built-in defaults (DESIGN.md); config files and flags override them. */
+export const DEFAULTS = {
+  /** Per-cell timeout in ms; 0 = none. */
+  timeoutMs: 30_000,
+  /** Output cap per cell (stdout+stderr, UTF-8 bytes). */
+  maxOutputBytes: 65_536,
+  /** Grace period between the deadline's interrupt and the kill. */
+  graceMs: 2_000,
+  /** The supervisor exits after this long with no sessions; 0 = never. */
+  idleExitMs: 30 * 60_000,
+  /** A session with no call for this long is snapshotted and closed; 0 = never. */
+  sessionIdleMs: 0,
+  /** Snapshot after every cell that changed the namespace. */
+  autosave: false,
+  /** Snapshot size caps (the whole payload, one name). */
+  snapshotMaxBytes: 512 * 1024 * 1024,
+  snapshotMaxVariableBytes: 128 * 1024 * 1024,
+} as const;
+
+/** The longest delay a timer takes (2^31 - 1 ms); every duration is checked against it. */
+export const MAX_DELAY_MS = 2_147_483_647;
+
+/** The numeric settings, and which of them are durations (a timer must be able to hold them). */
+export const NUMBER_KEYS = ["timeoutMs", "maxOutputBytes", "graceMs", "idleExitMs", "sessionIdleMs", "snapshotMaxBytes", "snapshotMaxVariableBytes"] as const;
+export type NumberKey = (typeof NUMBER_KEYS)[number];
+const DURATION_KEYS: ReadonlySet<string> = new Set(["timeoutMs", "graceMs", "idleExitMs", "sessionIdleMs"]);
+
+/**
+ * Why `value` is not a valid setting `key` (a non-negative finite number; a duration at most
+ * MAX_DELAY_MS, since a timer clamps longer delays to 1 ms and would fire at once instead of never),
+ * or null when it is.
+ */
+export function limitProblem(key: string, value: unknown): string | null {
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) return `must be a non-negative number, not ${typeof value === "number" ? String(value) : JSON.stringify(value ?? null)}`;
+  if (DURATION_KEYS.has(key) && value > MAX_DELAY_MS) return `must be at most ${MAX_DELAY_MS} ms (about 24.8 days; 0 means none), not ${value}`;
+  return null;
+}
+
+/** Checks every limit `options` sets (undefined ones are defaults); a usage error names the first bad one. */
+export function checkLimits(options: Partial<Record<NumberKey, unknown>>, prefix = ""): void {
+  for (const key of NUMBER_KEYS) {
+    const value = options[key];
+    if (value === undefined) continue;
+    const problem = limitProblem(key, value);
+    if (problem) throw usageError(`${prefix}${key} ${problem}`);
+  }
+}
+
+/**
+ * A whole number from the command line or the environment (`--timeout 5000`, AWREPL_TIMEOUT_MS), checked
+ * as setting `key`; null when `text` is not a plain non-negative whole number.
+ */
+export function parseCount(text: string, key: NumberKey): { value: number } | { problem: string } {
+  const trimmed = text.trim();
+  if (!/^\d+$/.test(trimmed)) return { problem: `must be a whole number, 0 or more, not ${JSON.stringify(text)}` };
+  const value = Number(trimmed);
+  const problem = limitProblem(key, value);
+  return problem ? { problem } : { value };
+}

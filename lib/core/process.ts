@@ -1,0 +1,39 @@
+// Processes seen from the host: is one alive, and ending a whole process group at once (a worker and
+// everything its cells started). Light on imports: the CLI's hot path loads it.
+import type { ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+
+/** True while `pid` runs. A zombie (exited, not yet reaped: a detached supervisor's parent is init,
+ * which may reap slowly) counts as gone. */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+  if (process.platform !== "linux") return true;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    return stat.charAt(stat.lastIndexOf(")") + 2) !== "Z";
+  } catch {
+    return false;
+  }
+}
+
+/** Kills the process group `pid` leads (the process alone on Windows, through `child` when given). */
+export function killGroup(pid: number, child?: ChildProcess): void {
+  if (pid <= 0) return;
+  try {
+    if (process.platform === "win32") {
+      if (child) child.kill("SIGKILL");
+      else process.kill(pid, "SIGKILL");
+    } else process.kill(-pid, "SIGKILL");
+  } catch {
+    // ESRCH: the group is already gone.
+    try {
+      child?.kill("SIGKILL");
+    } catch {
+      // Nothing left to kill.
+    }
+  }
+}

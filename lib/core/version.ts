@@ -1,0 +1,32 @@
+// Which awrepl this is: the package version, the client <-> supervisor protocol version, and which
+// build of the executable (so a rebuilt binary of the same version is told apart in the log).
+import { statSync } from "node:fs";
+import { basename } from "node:path";
+import pkg from "../../package.json" with { type: "json" };
+
+/** Bumped whenever a client <-> supervisor message changes shape; `hello` and `stop` never change. */
+export const SUPERVISOR_PROTOCOL = 1;
+export const AWREPL_VERSION: string = pkg.version;
+
+/** True when running as the compiled awrepl executable (not `bun main.ts`, not a library under Node). */
+export function isCompiled(): boolean {
+  const here = import.meta.url;
+  return here.includes("$bunfs") || here.includes("~BUN") || !/^(bun|node)(\.exe)?$/i.test(basename(process.execPath));
+}
+
+let build: string | undefined;
+/**
+ * Which build of awrepl this is: the executable's size and mtime, so that a rebuilt or reinstalled
+ * binary of the same version still replaces a supervisor running the old code. "source" otherwise.
+ */
+export function buildId(): string {
+  if (build === undefined) {
+    try {
+      const st = isCompiled() ? statSync(process.execPath) : null;
+      build = st ? `${st.size}-${Math.round(st.mtimeMs)}` : "source";
+    } catch {
+      build = "unknown";
+    }
+  }
+  return build;
+}

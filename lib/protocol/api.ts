@@ -1,0 +1,63 @@
+// The library's public shapes that are not on the wire: options and the one session interface that
+// ReplSession (a local worker), attach() (a supervisor-held session) and `serve` all share.
+import type { DisplayItem, ExecResult, RestoreReport } from "./result.ts";
+import type { InspectInfo, NameFailure } from "./runtime.ts";
+
+export type SessionOptions = {
+  /** Per-cell timeout in ms; 0 means none. Default 30 000. */
+  timeoutMs?: number;
+  /** Cap on stdout+stderr kept per cell, in UTF-8 bytes. Default 65 536. */
+  maxOutputBytes?: number;
+  /** After an interrupt at the deadline, how long to wait before killing the worker. Default 2 000. */
+  graceMs?: number;
+  /** Interpreter command line (`python3`, `/usr/bin/python3`, `docker exec -i box python3`). */
+  python?: string;
+  /** Working directory of the worker. Default: the caller's. */
+  cwd?: string;
+  /** Extra environment for the worker. */
+  env?: Record<string, string>;
+  /** State directory (AWREPL_HOME): runtime cache, snapshots, display files. */
+  home?: string;
+  /**
+   * Snapshot to the default place after every cell that changed the namespace, so a timeout kill or a
+   * worker death goes back to the state before the cell that caused it (docs/persistence.md).
+   */
+  autosave?: boolean;
+};
+
+export type ExecuteOptions = {
+  /** The file the code came from (`run -f`): tracebacks name it and `__file__` is set while it runs. */
+  filename?: string;
+  timeoutMs?: number;
+  maxOutputBytes?: number;
+  /** Live output as the cell produces it (before truncation is applied to the result). */
+  onOutput?: (stream: "stdout" | "stderr", text: string) => void;
+  onDisplay?: (item: DisplayItem) => void;
+  /** Aborting interrupts the cell (Ctrl-C, a client that went away). */
+  signal?: AbortSignal;
+};
+
+export type CompletenessStatus = "complete" | "incomplete" | "invalid";
+
+export type SnapshotReport = {
+  path: string;
+  saved: string[];
+  skipped: NameFailure[];
+  pruned: string[];
+  bytes: number;
+};
+
+export interface Session extends AsyncDisposable {
+  readonly id: string;
+  execute(code: string, options?: ExecuteOptions): Promise<ExecResult>;
+  variables(): Promise<Record<string, string>>;
+  inspect(name: string): Promise<InspectInfo>;
+  reset(): Promise<void>;
+  /** Interrupts the running cell, if any; resolves at once. */
+  interrupt(): Promise<void>;
+  complete(code: string, cursor?: number): Promise<string[]>;
+  isComplete(code: string): Promise<{ status: CompletenessStatus; indent: string }>;
+  snapshot(path?: string): Promise<SnapshotReport>;
+  restore(path?: string): Promise<RestoreReport>;
+  close(): Promise<void>;
+}

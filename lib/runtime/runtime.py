@@ -1,0 +1,2888 @@
+"""awrepl runtime: one persistent Python namespace served over protocol v3.
+
+Stdlib only, CPython 3.9-3.13; ``dill`` is used for snapshots when importable.
+Run as ``python -u runtime.py`` (or a cached ``.pyc`` of it), or send the source
+through the one-line bootstrap in ``BOOTSTRAP`` (remote workers):
+
+    python -u -c BOOTSTRAP        # then write b"<N>\\n" and N bytes of source to its stdin
+
+The bootstrap reads one ASCII line holding the length N from fd 0 byte by byte,
+then exactly N bytes of source, and exec's them as ``__main__``; the protocol
+then continues on fd 0. Nothing here depends on ``__file__``.
+
+Wire format: one JSON object per line, UTF-8. Requests arrive on fd 0; events
+leave on a private dup of the original fd 1. fds 1 and 2 are pipes drained by
+pump threads (raw bytes ship as stdout/stderr with id null); fd 0 is /dev/null.
+Full description: docs/protocol.md.
+
+Requests (host -> runtime); (+) marks awrepl's additions to protocol v3:
+
+    {"type":"execute","id":ID,"code":STR,"filename":STR?(+)}   tracebacks name it; __file__ for the cell
+    {"type":"interrupt"}  {"type":"interrupt","id":ID}          no done
+    {"type":"host_reply","id":ID,"data":OBJ}                     no done
+    {"type":"snapshot","id":ID,"path":STR,"manifest_path":STR,
+     "max_bytes":INT?,"max_variable_bytes":INT?,"prune_oversized":BOOL?}
+                                         done + saved, skipped, pruned, bytes
+    {"type":"restore","id":ID,"path":STR}      done + restored, failed
+    {"type":"list_names","id":ID}              done + names
+    {"type":"signatures","id":ID,"modules":[STR]?}
+                                         done + calls, failed, digest
+    {"type":"shutdown","id":ID?}               done only when it carries an id
+  + {"type":"variables","id":ID}               done + variables {name: "type: repr"}
+  + {"type":"inspect","id":ID,"name":STR}      done + info {type, repr, doc, ...};
+                                               unknown name: status error + reason
+  + {"type":"reset","id":ID}                   fresh namespace
+  + {"type":"complete","id":ID,"code":STR,"cursor":INT?}   done + matches [STR]
+  + {"type":"is_complete","id":ID,"code":STR}  done.status complete|incomplete|
+                                               invalid, done + indent
+
+Events (runtime -> host):
+
+    {"event":"ready","protocol":3,"python":STR,"capabilities":[STR],"pid":INT(+)}
+    {"event":"stdout"|"stderr","id":STR|null,"text":STR}
+    {"event":"result","id":STR,"text":STR}
+    {"event":"display","id":STR|null,"data":{MIME: payload}}
+    {"event":"host_request","id":STR,"data":OBJ}
+    {"event":"error","id":STR|null,"ename":STR,"evalue":STR,"traceback":[STR]}
+    {"event":"done","id":STR,"status":"ok"|"error", ...per request above, "reason":STR?}
+
+A malformed line gets an error event with ename "ProtocolError" (id null, or the
+request's id plus a failed done when the id is readable); the runtime keeps serving.
+
+Sections, in file order (each opens with a ``# ----`` banner):
+
+    Channels         the private protocol fds and the fd 1/2 pipes (os-level only before ready)
+    Framing          JSON encoding, the write lock, the Python-level output batch
+    Streams, pumps   sys.stdout/stderr objects, print, the fd pump threads and their fences
+    Requests         the queue, the active request, interrupts
+    Errors           tracebacks without runtime frames, the repeat line, hints
+    Execution        compiling a cell, top-level await, the trailing value, finishing a request
+    The loop         the asyncio loop, created lazily; request dispatch
+    Namespace        the user namespace and the ``awrepl`` module (emit, host_request)
+    Reader thread    reading requests, interrupts, the EOF watchdog
+    Introspection    variables, inspect, reset, list_names
+    Editing help     complete, is_complete
+    Signatures       the published-call index and the call-shape remedies drawn from it
+    Snapshots        snapshot / restore: dill when importable, else pickle
+    Start-up         main(), the serve loop, exit
+
+Interrupts: the reader thread SIGINTs the main thread (a SIGINT sent to the process
+does the same); stdin EOF means shutdown, and a watchdog process ends us 2 s later
+whatever runs. Environment: AWREPL_INTERRUPT_FALLBACK=1 forces the no-pthread_kill
+(Windows) interrupt path; AWREPL_NO_WATCHDOG=1 disables the watchdog.
+"""
+
+import os
+import sys
+import _thread
+import builtins as _builtins_mod
+
+# The runtime's own builtins: a private copy taken before any user code runs. Every function below
+# resolves len, repr, isinstance, __import__ ... here, so a cell that deletes or replaces a builtin
+# (`del builtins.len`, `builtins.__import__ = None`) changes the user's namespace, not the serving
+# machinery. Functions capture their builtins when they are created: this must precede every def.
+__builtins__ = dict(_builtins_mod.__dict__)
+_os_read = os.read
+_os_write = os.write
+_os_exit = os._exit
+
+PROTOCOL = 3
+CAPABILITIES = ["signatures", "variables", "inspect", "reset", "complete", "is_complete", "snapshot"]
+
+# The remote bootstrap: no single quotes, no backslashes, no dollar signs, so a host can
+# put it inside '...' for a remote shell unchanged.
+BOOTSTRAP = (
+    "import os;h=b\"\";exec(\"while 10 not in h:c=os.read(0,1) or os._exit(3);h+=c\");"
+    "n=int(h);s=b\"\";exec(\"while len(s)<n:c=os.read(0,n-len(s)) or os._exit(3);s+=c\");"
+    "exec(compile(s,\"<awrepl-runtime>\",\"exec\"),{\"__name__\":\"__main__\"})"
+)
+
+_G = globals()  # frames whose globals are this dict are the runtime's own: stripped from tracebacks
+_main_ident = _thread.get_ident()
+_pid = os.getpid()
+_forked = False
+_proto_fd = -1
+_req_fd = -1
+
+
+# ---------------------------------------------------------------------------------------------
+# Channels (only os-level work before `ready`: every import here is start-up latency)
+# ---------------------------------------------------------------------------------------------
+
+class _Pump(object):
+    """One fd (1 or 2) redirected into a pipe; a thread drains it to stdout/stderr events."""
+
+    __slots__ = ("chan", "rfd", "wfd", "seen", "busy", "wake", "poller", "check")
+
+    def __init__(self, fd, chan):
+        self.chan = chan
+        r, w = os.pipe()
+        os.dup2(w, fd)  # fd 1/2 become the pipe's write end (inheritable: subprocesses write here)
+        self.rfd = r
+        self.wfd = w  # private write end: fence markers, and keeps the pipe alive if fd is closed
+        self.seen = 0  # fence markers seen by the pump thread
+        self.busy = False
+        self.wake = _thread.allocate_lock()
+        self.wake.acquire()
+        self.poller = None  # the pump thread's
+        self.check = None  # the main thread's: one poll object must not be polled concurrently
+
+
+def _setup_fds():
+    global _proto_fd, _req_fd
+    _proto_fd = os.dup(1)
+    _req_fd = os.dup(0)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.close(null)
+    return _Pump(1, "stdout"), _Pump(2, "stderr")
+
+
+def _write_all(data):
+    try:
+        n = _os_write(_proto_fd, data)
+        if n == len(data):
+            return
+        view = memoryview(data)[n:]
+        while view:
+            view = view[_os_write(_proto_fd, view):]
+    except BrokenPipeError:
+        _os_exit(0)  # the host is gone: nobody reads our frames any more
+
+
+# ---------------------------------------------------------------------------------------------
+# Framing: JSON encoding, the write lock, the Python-level output batch
+# ---------------------------------------------------------------------------------------------
+
+_wlock = _thread.RLock()  # one frame at a time; the main thread holding it defers SIGINT
+_wlock_owned = _wlock._is_owned
+_kbi_deferred = False
+_enc = None
+_enc_ascii = None
+_make_encoder = None
+_esc_ascii = None
+_esc_utf8 = None
+
+
+def _json_default(o):
+    return repr(o)
+
+
+class _ScanContext(object):
+    """What _json.make_scanner reads off json.JSONDecoder, without importing json (and re)."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    memo = None
+
+    @staticmethod
+    def parse_constant(name):
+        return {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}[name]
+
+
+def _init_json():
+    """JSON straight from the _json accelerator: the json package would import re and enum,
+    a few milliseconds of every session's first result."""
+    global _enc, _enc_ascii, _loads, _esc_ascii, _esc_utf8, _make_encoder
+    try:
+        import _json
+        scan = _json.make_scanner(_ScanContext())
+        _make_encoder = _json.make_encoder
+        _esc_ascii = _json.encode_basestring_ascii
+        _esc_utf8 = _json.encode_basestring
+    except (ImportError, AttributeError):  # not CPython's accelerator: the json package
+        import json
+        from json.encoder import encode_basestring, encode_basestring_ascii
+        _esc_ascii, _esc_utf8 = encode_basestring_ascii, encode_basestring
+        _enc = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"),
+                                default=_json_default).encode
+        _enc_ascii = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"),
+                                      default=_json_default).encode
+        _loads = json.loads
+        return
+    enc = _make_encoder(None, _json_default, _esc_utf8, None, ":", ",", False, False, False)
+    enc_ascii = _make_encoder(None, _json_default, _esc_ascii, None, ":", ",", False, False, False)
+    _enc = lambda o: "".join(enc(o, 0))  # noqa: E731
+    _enc_ascii = lambda o: "".join(enc_ascii(o, 0))  # noqa: E731
+    ws = " \t\n\r"
+
+    def loads(s):
+        s = s.strip(ws)
+        try:
+            obj, end = scan(s, 0)
+        except StopIteration as e:
+            raise ValueError("Expecting value: char %s" % (e.value,))
+        if end != len(s):
+            raise ValueError("Extra data: char %d" % end)
+        return obj
+    _loads = loads
+
+
+def _json_check(obj):
+    """Raise TypeError/ValueError when obj is not plain JSON (what emit() accepts)."""
+    def reject(o):
+        raise TypeError("%s is not JSON-serializable" % type(o).__name__)
+    try:
+        "".join(_make_encoder({}, reject, _esc_utf8, None, ":", ",", False, False, True)(obj, 0))
+    except NameError:  # the json package fallback
+        import json
+        json.dumps(obj)
+
+
+def _loads(s):  # replaced by _init_json
+    _init_json()
+    return _loads(s)
+
+
+def _sanitize(o):
+    """Non-finite floats become null: JSON has no NaN and the host's parser rejects it."""
+    if isinstance(o, float):
+        return o if o == o and o not in (float("inf"), float("-inf")) else None
+    if isinstance(o, dict):
+        return {k: _sanitize(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_sanitize(v) for v in o]
+    return o
+
+
+def _frame(obj):
+    try:
+        s = _enc(obj)
+    except ValueError:
+        s = _enc(_sanitize(obj))
+    try:
+        return s.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:  # lone surrogates: \\uXXXX escapes keep the frame valid UTF-8
+        try:
+            s = _enc_ascii(obj)
+        except ValueError:
+            s = _enc_ascii(_sanitize(obj))
+        return s.encode("ascii") + b"\n"
+
+
+# Pending batch of Python-level writes from the live cell. Only the main thread appends, without
+# the lock (the GIL makes list.append atomic); flushers hold _wlock and remove exactly the parts
+# they ship (del parts[:n]), so a concurrent append is never lost.
+_bparts = []
+_bsize = 0
+_bchan = None
+_bid = None  # the live cell's id while its batch is open, else None
+_timer_wake = _thread.allocate_lock()
+_timer_wake.acquire()
+_live_cell = None  # id of the execute request currently running
+BATCH_BYTES = 8192
+BATCH_SECONDS = 0.05
+
+
+# Control bytes JSON needs escaped, other than the \t \n \r the fast path replaces itself.
+_RARE_CONTROLS = bytes(c for c in range(32) if c not in (9, 10, 13))
+
+
+def _text_frame(chan, cid, text):
+    """A stdout/stderr frame built directly: the generic encoder is several times slower."""
+    if cid is None:
+        head = '{"event":"%s","id":null,"text":' % chan
+    else:
+        head = '{"event":"%s","id":%s,"text":' % (chan, _esc_ascii(cid))
+    if text.isascii():
+        b = text.encode("ascii")
+        if len(b.translate(None, _RARE_CONTROLS)) == len(b):
+            # Plain ASCII text: escaping is five byte replaces (memchr-fast when absent),
+            # well under the per-character cost of the JSON escaper.
+            if b"\\" in b:
+                b = b.replace(b"\\", b"\\\\")
+            if b'"' in b:
+                b = b.replace(b'"', b'\\"')
+            b = b.replace(b"\n", b"\\n")
+            if b"\r" in b:
+                b = b.replace(b"\r", b"\\r")
+            if b"\t" in b:
+                b = b.replace(b"\t", b"\\t")
+            return head.encode("ascii") + b'"' + b + b'"}\n'
+        return (head + _esc_ascii(text) + "}\n").encode("ascii")
+    try:
+        return (head + _esc_utf8(text) + "}\n").encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates
+        return (head + _esc_ascii(text) + "}\n").encode("ascii")
+
+
+def _flush_batch_locked():
+    global _bsize
+    n = len(_bparts)
+    if not n:
+        return
+    text = "".join(_bparts[:n])
+    del _bparts[:n]
+    _bsize = 0
+    _write_all(_text_frame(_bchan, _bid, text))
+
+
+def _flush_batch():
+    with _wlock:
+        _flush_batch_locked()
+    if _kbi_deferred:
+        _retry_deferred_sigint()
+
+
+def _close_batch(data):
+    """The request ends: its batch ships, then data (result and done). Later writes carrying
+    its id (tasks outliving the cell) go unbatched."""
+    global _bid, _bchan
+    if _forked:
+        return
+    with _wlock:
+        _flush_batch_locked()
+        _bid = None
+        _bchan = None
+        if data:
+            _write_all(data)
+    if _kbi_deferred:
+        _retry_deferred_sigint()
+
+
+def _retry_deferred_sigint():
+    global _kbi_deferred
+    if _kbi_deferred and _thread.get_ident() == _main_ident and not _wlock_owned():
+        _kbi_deferred = False
+        _on_sigint(2, None)
+
+
+def _send(obj, prefix=None):
+    """Ship one event; a pending batch goes first so order within the channel holds."""
+    if _forked:
+        return _send_forked(obj)
+    data = _frame(obj)
+    _write_event(data if prefix is None else prefix + data)
+
+
+def _write_event(data):
+    if _forked:
+        return _forked_write(data)
+    with _wlock:
+        if _bparts:
+            _flush_batch_locked()
+        _write_all(data)
+    if _kbi_deferred:
+        _retry_deferred_sigint()
+
+
+def _forked_write(frame):
+    """Decode a text frame back into raw output (a forked child's unbatched write)."""
+    try:
+        obj = _loads(frame.decode("utf-8"))
+    except ValueError:
+        return
+    _send_forked(obj)
+
+
+def _send_forked(obj):
+    """A forked child never writes frames: its text goes to the fd pipes like any raw write."""
+    ev = obj.get("event")
+    if ev in ("stdout", "stderr"):
+        try:
+            _os_write(1 if ev == "stdout" else 2, obj["text"].encode("utf-8", "replace"))
+        except OSError:
+            pass
+
+
+def _batch_open(chan, cid, s):
+    """Slow path of a live-cell write: (re)open the batch for this channel, then append."""
+    global _bchan, _bid, _bsize
+    with _wlock:
+        _flush_batch_locked()
+        _bchan = chan
+        _bid = cid
+        _bparts.append(s)
+        _bsize = len(s)
+    if _kbi_deferred:
+        _retry_deferred_sigint()
+
+
+def _block_sigint():
+    """Runtime threads never take SIGINT: a signal sent to the process (kill -INT pid) must reach
+    the main thread, where it wakes a blocking call in the cell."""
+    try:
+        _signal.pthread_sigmask(_signal.SIG_BLOCK, [_signal.SIGINT])
+    except (AttributeError, OSError, ValueError):
+        pass
+
+
+def _batch_timer():
+    """While a cell runs, ship its batch every 50 ms even when the cell stops printing."""
+    import time
+    _block_sigint()
+    while True:
+        _timer_wake.acquire()  # released when an execute starts
+        while _live_cell is not None or _bparts:
+            time.sleep(BATCH_SECONDS)
+            if _bparts:
+                with _wlock:
+                    _flush_batch_locked()
+
+
+# ---------------------------------------------------------------------------------------------
+# Python-level streams and fd pumps
+# ---------------------------------------------------------------------------------------------
+
+def _make_stream_class():
+    import io
+
+    class Stream(io.TextIOBase):
+        """sys.stdout / sys.stderr: writes are tagged with the writing context's cell id."""
+
+        encoding = "utf-8"
+        errors = "replace"
+        newlines = None
+        line_buffering = False
+
+        def __init__(self, chan, fd):
+            self._chan = chan
+            self._fd = fd
+            self._buffer = None
+            self.name = "<%s>" % chan
+
+        def write(self, s):
+            if type(s) is not str:
+                if not isinstance(s, str):
+                    raise TypeError("write() argument must be str, not %s" % type(s).__name__)
+                s = str.__str__(s)
+            if s:
+                global _bsize
+                cid = _cell_get(None)
+                if cid is _bid and cid is not None and self._chan is _bchan:
+                    _bparts.append(s)  # the live cell's open batch: the hot path
+                    _bsize += len(s)
+                    if _bsize >= BATCH_BYTES:
+                        _flush_batch()
+                elif cid is not None and cid == _live_cell:
+                    _batch_open(self._chan, cid, s)
+                else:  # user threads, tasks outliving their cell: shipped at once
+                    _write_event(_text_frame(self._chan, cid, s))
+            return len(s)
+
+        def writable(self):
+            return True
+
+        def readable(self):
+            return False
+
+        def seekable(self):
+            return False
+
+        def isatty(self):
+            return False
+
+        def fileno(self):
+            return self._fd
+
+        def flush(self):
+            # print(..., flush=True) before os._exit or a long C call must not lose the batch
+            if _bparts:
+                _flush_batch()
+            if self._buffer is not None:
+                self._buffer.flush()
+
+        @property
+        def buffer(self):
+            """Raw bytes go to the fd pipe: shipped with id null, like os.write."""
+            if self._buffer is None:
+                self._buffer = io.open(self._fd, "wb", closefd=False)
+            return self._buffer
+
+        def close(self):
+            pass  # closing would break every later print
+
+    return Stream
+
+
+def _make_print(stream_class):
+    """builtins.print, one write() per call instead of one per argument, separator and end.
+
+    Each write() into a Stream is a Python call (the tag lookup and the batch append), so the
+    builtin's two calls for print(line) cost more than the rest of shipping the line. Only the
+    calls whose outcome cannot differ take this path: the file is a Stream and every argument is
+    an exact str, int or float (whose str() runs no user code, so nothing can print or be
+    interrupted between the parts). Anything else goes to the builtin unchanged, and so does
+    the one failure possible here (an int too long for str()), which then fails as it would.
+    """
+    builtin_print = _builtins_mod.print
+    sys_ = sys
+
+    def print(*args, sep=" ", end="\n", file=None, flush=False):
+        global _bsize
+        f = sys_.stdout if file is None else file
+        if type(f) is not stream_class or type(sep) is not str or type(end) is not str:
+            return builtin_print(*args, sep=sep, end=end, file=file, flush=flush)
+        if len(args) == 1 and type(args[0]) is str:
+            s = args[0] + end
+        else:
+            for a in args:
+                t = type(a)
+                if t is not str and t is not int and t is not float:
+                    return builtin_print(*args, sep=sep, end=end, file=file, flush=flush)
+            try:
+                s = sep.join(map(str, args)) + end
+            except ValueError:  # an int too long for str(): the builtin writes the parts before it
+                return builtin_print(*args, sep=sep, end=end, file=file, flush=flush)
+        cid = _cell_get(None)
+        if cid is _bid and cid is not None and f._chan is _bchan:
+            _bparts.append(s)  # Stream.write's hot path, inlined: it is the other half of the cost
+            _bsize += len(s)
+            if _bsize >= BATCH_BYTES:
+                _flush_batch()
+        else:
+            f.write(s)
+        if flush:
+            f.flush()
+
+    print.__doc__ = builtin_print.__doc__
+    print.__module__ = "builtins"
+    print.__qualname__ = "print"  # pickled by reference, as builtins.print, like the builtin
+    return print
+
+
+def _partial_marker_tail(data, marker):
+    """Length of the longest suffix of data that is a proper prefix of marker."""
+    n = min(len(marker) - 1, len(data))
+    while n > 0:
+        if data.endswith(marker[:n]):
+            return n
+        n -= 1
+    return 0
+
+
+def _pump_loop(p):
+    import codecs
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    marker = _FENCE
+    carry = b""
+    rfd = p.rfd
+    poller = p.poller
+    while True:
+        if poller is not None:
+            try:
+                poller.poll()
+            except InterruptedError:
+                continue
+        p.busy = True
+        try:
+            data = _os_read(rfd, 1 << 16)
+        except InterruptedError:
+            continue
+        except OSError:
+            return
+        if not data:
+            return
+        if carry:
+            data = carry + data
+            carry = b""
+        fences = 0
+        if b"\x00" in data:
+            i = data.find(marker)
+            while i >= 0:
+                data = data[:i] + data[i + len(marker):]
+                fences += 1
+                i = data.find(marker)
+            k = _partial_marker_tail(data, marker)
+            if k:
+                carry = data[-k:]
+                data = data[:-k]
+        text = decoder.decode(data)
+        if text:
+            _write_event(_text_frame(p.chan, None, text))
+        if fences:
+            p.seen += fences
+            if p.wake.locked():
+                try:
+                    p.wake.release()
+                except RuntimeError:
+                    pass
+        p.busy = False
+
+
+def _pump_forever(p):
+    """A pump must outlive any error: a dead pump would leave its pipe to fill up."""
+    _block_sigint()
+    while True:
+        try:
+            _pump_loop(p)
+            return  # the pipe closed
+        except Exception:
+            p.busy = False
+
+
+def _fence(pumps, r):
+    """Every byte a cell wrote to fds 1/2 ships before its done: write a marker, await it."""
+    for name in ("__stdout__", "__stderr__"):
+        f = getattr(sys, name, None)
+        try:
+            if f is not None:
+                f.flush()
+        except Exception:
+            pass
+    for s in (sys.stdout, sys.stderr):
+        b = getattr(s, "_buffer", None)
+        if b is not None:
+            try:
+                b.flush()
+            except Exception:
+                pass
+    if "ctypes" in sys.modules:  # C stdio buffers of extension code
+        try:
+            _libc_fflush()
+        except Exception:
+            pass
+    waits = []
+    for p in pumps:
+        if p.check is not None:
+            try:
+                ready = p.check.poll(0)
+            except OSError:
+                ready = True
+            if not ready and not p.busy:
+                continue  # pipe empty and pump idle: everything written so far has shipped
+        target = p.seen + 1
+        try:
+            _os_write(p.wfd, _FENCE)
+        except OSError:
+            continue
+        waits.append((p, target))
+    deadline = _monotonic() + 5.0
+    for p, target in waits:
+        while p.seen < target:
+            left = deadline - _monotonic()
+            if left <= 0:
+                break
+            p.wake.acquire(True, min(left, 0.5))
+
+
+_libc = None
+
+
+def _libc_fflush():
+    global _libc
+    import ctypes
+    if _libc is None:
+        _libc = ctypes.CDLL(None)
+    _libc.fflush(None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Requests: the queue, the active request, interrupts
+# ---------------------------------------------------------------------------------------------
+
+class _Req(object):
+    __slots__ = ("msg", "id", "type", "kbi", "pending", "in_user", "task", "done", "failed",
+                 "cancelled", "result", "filename", "file_prev")
+
+    def __init__(self, msg):
+        self.msg = msg
+        self.id = msg.get("id")
+        self.type = msg.get("type")
+        self.kbi = False  # an interrupt targets this request
+        self.pending = False  # an interrupt that could not be raised yet: raised at the next checkpoint
+        self.in_user = False  # running user code (or waiting on it): a KeyboardInterrupt may land here
+        self.task = None
+        self.done = False
+        self.failed = False
+        self.cancelled = False  # its task was cancelled on behalf of an interrupt
+        self.result = None  # the result frame, written together with done (one syscall)
+        self.filename = None  # execute's optional filename: __file__ while the cell runs
+        self.file_prev = _NOTHING
+
+
+_slock = _thread.allocate_lock()
+_active = None
+_queued = []
+_reqq = None  # _queue.SimpleQueue
+_loop = None  # the asyncio loop, created the first time a cell needs it
+_wake = None
+_dispatcher_task = None
+_first_job = None
+_sig_for = None
+_stop = False
+_serving = False
+_use_signal = True
+
+
+def _enqueue(r):
+    with _slock:
+        _queued.append(r)
+    _reqq.put(r)
+    lp = _loop
+    if lp is not None:
+        try:
+            lp.call_soon_threadsafe(_wake)
+        except RuntimeError:
+            pass
+
+
+def _activate(r):
+    global _active, _live_cell
+    if not _watchdog_started:
+        _start_watchdog()  # not before ready: spawning it is not on the path to the handshake
+    if _sh_pids:
+        _reap_sh()
+    with _slock:
+        _active = r
+        try:
+            _queued.remove(r)
+        except ValueError:
+            pass
+    if r.type == "execute":
+        _live_cell = r.id
+        if _timer_wake.locked():
+            _timer_wake.release()  # the batch timer ticks while the cell runs
+        _fast_switching(True)
+    return r.kbi
+
+
+CELL_SWITCH_INTERVAL = 0.001
+_saved_switch = None
+
+
+def _fast_switching(on):
+    """While a cell runs, the GIL changes hands every 1 ms instead of 5: the reader thread must win
+    it from a busy cell to deliver an interrupt. The user's own setting is restored afterwards
+    (and left alone if the cell changed it)."""
+    global _saved_switch
+    if on:
+        cur = sys.getswitchinterval()
+        if cur > CELL_SWITCH_INTERVAL:
+            _saved_switch = cur
+            sys.setswitchinterval(CELL_SWITCH_INTERVAL)
+    elif _saved_switch is not None:
+        if abs(sys.getswitchinterval() - CELL_SWITCH_INTERVAL) < 1e-7:
+            sys.setswitchinterval(_saved_switch)
+        _saved_switch = None
+
+
+def _interrupt(rid):
+    """Reader thread: route an interrupt to the running request, or park it on a queued one."""
+    global _sig_for
+    with _slock:
+        a = _active
+        target = None
+        if rid is None:
+            target = a if a is not None else (_queued[0] if _queued else None)
+        elif a is not None and a.id == rid:
+            target = a
+        else:
+            for q in _queued:
+                if q.id == rid:
+                    target = q
+                    break
+        if target is None:
+            return  # finished or unknown: dropped
+        target.kbi = True
+        if target is not a:
+            return  # parked: delivered when it becomes active
+    if _use_signal:
+        _sig_for = a
+        _signal.pthread_kill(_main_ident, _signal.SIGINT)
+    else:
+        # No pthread_kill (Windows): cancel the cell's task on the loop. Cells suspended at an
+        # await interrupt normally; cells in synchronous code cannot be broken.
+        lp = _loop
+        if lp is not None and a.task is not None:
+            a.cancelled = True
+            lp.call_soon_threadsafe(_cancel_req, a)
+        else:
+            a.pending = True
+
+
+def _cancel_req(r):
+    t = r.task
+    if t is not None and not t.done():
+        t.cancel()
+
+
+def _current_task():
+    try:
+        return _asyncio.current_task(_loop)
+    except Exception:
+        return None
+
+
+def _on_sigint(signum, frame):
+    """Main thread. Raise KeyboardInterrupt where it belongs, or cancel the cell's task."""
+    global _kbi_deferred, _sig_for, _repr_expired
+    if _forked:
+        raise KeyboardInterrupt
+    tok = _repr_expired
+    if tok is not None:  # sent by a repr budget (_repr_budget): ends that one repr, nothing else
+        _repr_expired = None
+        a = _active
+        if a is not None and not a.kbi:
+            if tok is _repr_clock[0] and a.in_user and not _wlock_owned():
+                raise _ReprTimedOut()
+            return  # that repr has finished since
+    r = _active
+    s = _sig_for
+    _sig_for = None
+    if r is None or r.done:
+        return  # nothing running: ignored
+    if s is not None and s is not r:
+        return  # meant for a request that has finished since
+    r.kbi = True
+    if _wlock_owned():
+        _kbi_deferred = True  # mid-frame: retried once the frame is written
+        return
+    t = r.task
+    if _loop is None or t is None:
+        if r.in_user:
+            r.pending = False
+            raise KeyboardInterrupt
+        r.pending = True
+        return
+    cur = _current_task()
+    if cur is t:
+        if r.in_user:
+            r.pending = False
+            raise KeyboardInterrupt
+        r.pending = True
+        return
+    # The cell is suspended at an await, or another task holds the thread: raising here would
+    # land in the wrong context, so cancel the cell's task (reported as KeyboardInterrupt).
+    if not t.done():
+        r.cancelled = True
+        _loop.call_soon_threadsafe(_cancel_req, r)
+    else:
+        r.pending = True
+    if cur is not None and cur is not _dispatcher_task:
+        raise KeyboardInterrupt  # a background task blocking the only thread dies with it
+
+
+def _checkpoint(r):
+    if r.pending:
+        r.pending = False
+        raise KeyboardInterrupt
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors: tracebacks without runtime frames, the repeat line, call-shape remedies
+# ---------------------------------------------------------------------------------------------
+
+_fail_history = {}
+
+
+def _strip_tb(tb):
+    while tb is not None and tb.tb_frame.f_globals is _G:
+        tb = tb.tb_next
+    cur = tb
+    while cur is not None:
+        nxt = cur.tb_next
+        while nxt is not None and nxt.tb_frame.f_globals is _G:
+            nxt = nxt.tb_next
+        try:
+            cur.tb_next = nxt
+        except Exception:
+            pass
+        cur = nxt
+    return tb
+
+
+def _strip_exc(e, seen=None):
+    if seen is None:
+        seen = set()
+    if e is None or id(e) in seen:
+        return
+    seen.add(id(e))
+    try:
+        e.__traceback__ = _strip_tb(e.__traceback__)
+    except Exception:
+        pass
+    _strip_exc(e.__cause__, seen)
+    _strip_exc(e.__context__, seen)
+
+
+def _format_exc(e):
+    _strip_exc(e)
+    try:
+        _flush_sources()
+        return _imp("traceback").format_exception(type(e), e, e.__traceback__)
+    except Exception:  # traceback's own code sees the user's builtins: a cell may have broken them
+        return _plain_tb(e)
+
+
+def _plain_tb(e):
+    """The traceback module's layout, without it: frames, their source lines, the message."""
+    lines = []
+    tb = e.__traceback__
+    if tb is not None:
+        lines.append("Traceback (most recent call last):\n")
+    cache = getattr(_mods.get("linecache"), "cache", None)
+    while tb is not None:
+        co = tb.tb_frame.f_code
+        lines.append('  File "%s", line %s, in %s\n' % (co.co_filename, tb.tb_lineno, co.co_name))
+        entry = cache.get(co.co_filename) if type(cache) is dict else None
+        try:
+            src = entry[2][tb.tb_lineno - 1].strip()
+        except Exception:
+            src = ""
+        if src:
+            lines.append("    %s\n" % src)
+        tb = tb.tb_next
+    msg = _safe_str(e)
+    lines.append("%s: %s\n" % (type(e).__name__, msg) if msg else "%s\n" % type(e).__name__)
+    return lines
+
+
+_mods = {}
+
+
+def _imp(name):
+    """A module the runtime uses, imported once and kept: a cell that later sets
+    sys.modules[name] = None (or deletes it) does not take it away from the runtime."""
+    m = _mods.get(name)
+    if m is None:
+        __import__(name)  # the private builtins' __import__: the user's replacement is not seen
+        m = _mods[name] = sys.modules[name]
+    return m
+
+
+def _safe_str(e):
+    try:
+        return str(e)
+    except Exception:
+        return "<unprintable %s>" % type(e).__name__
+
+
+def _send_error(rid, e, extra_lines=(), prefix=None):
+    tb = _format_exc(e)
+    tb.extend(extra_lines)
+    _send({"event": "error", "id": rid, "ename": type(e).__name__, "evalue": _safe_str(e),
+           "traceback": tb}, prefix)
+
+
+def _fail(r, e, code=None):
+    r.failed = True
+    try:
+        sys.last_type, sys.last_value, sys.last_traceback = type(e), e, e.__traceback__
+    except Exception:
+        pass
+    extra = []
+    if code is not None and not isinstance(e, KeyboardInterrupt):
+        try:
+            extra.extend(_remedies(e))
+            extra.extend(_loop_hint(e))
+        except Exception:
+            pass
+        key = (hash(code), len(code))  # not the code itself: a failing 10 MB cell stays small here
+        prev = _fail_history.get(key)
+        if prev is not None:
+            extra.append("[awrepl] This identical cell already failed %d time%s before (%s); "
+                         "running it again unchanged will fail the same way.\n"
+                         % (prev[0], "" if prev[0] == 1 else "s", prev[1]))
+        if len(_fail_history) > 256:
+            _fail_history.clear()
+        _fail_history[key] = ((prev[0] if prev else 0) + 1, type(e).__name__)
+    prefix, r.result = r.result, None  # a result already made still precedes the error
+    _send_error(r.id, e, extra, prefix)
+
+
+_NESTED_LOOP_ERRORS = ("cannot be called from a running event loop", "event loop is already running",
+                       "while another loop is running")
+
+
+def _loop_hint(e):
+    if isinstance(e, RuntimeError) and any(m in _safe_str(e) for m in _NESTED_LOOP_ERRORS):
+        return ["[awrepl] awrepl runs cells on a persistent event loop: use `await main()` at top level "
+                "instead of `asyncio.run(main())` (a cell with no top-level await may call "
+                "asyncio.run() directly).\n"]
+    return []
+
+
+def _protocol_error(rid, message):
+    _send({"event": "error", "id": rid, "ename": "ProtocolError", "evalue": message,
+           "traceback": ["ProtocolError: %s\n" % message]})
+
+
+# ---------------------------------------------------------------------------------------------
+# Execution
+# ---------------------------------------------------------------------------------------------
+
+_CO_COROUTINE = 0x80
+_TLA = 0x2000  # PyCF_ALLOW_TOP_LEVEL_AWAIT
+_AST_ONLY = 0x400  # PyCF_ONLY_AST
+_cell_no = 0
+_ns = None
+_NOTHING = object()
+
+
+class _Prep(object):
+    __slots__ = ("body", "tail", "explicit_await", "needs_loop", "code", "outside_loop")
+
+
+_pending_sources = []  # cell sources waiting for linecache (importing it costs re and tokenize)
+
+
+def _register_source(filename, code):
+    _pending_sources.append((filename, code))
+    if "linecache" in _mods or sys.modules.get("linecache") is not None:
+        _flush_sources()
+
+
+_registered_sources = []  # (filename, size), oldest first
+SOURCES_KEPT_BYTES = 64 << 20  # cell sources kept for tracebacks; the oldest go first beyond this
+_sources_bytes = [0]
+
+
+def _flush_sources(linecache=None):
+    if linecache is None:
+        try:
+            linecache = _imp("linecache")
+        except Exception:  # taken away by a cell before the runtime needed it: sources wait
+            return
+    while _pending_sources:
+        filename, code = _pending_sources.pop(0)
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        _registered_sources.append((filename, len(code)))
+        _sources_bytes[0] += len(code)
+    while _sources_bytes[0] > SOURCES_KEPT_BYTES and len(_registered_sources) > 1:
+        filename, size = _registered_sources.pop(0)
+        linecache.cache.pop(filename, None)
+        _sources_bytes[0] -= size
+
+
+class _LinecacheHook(object):
+    """A meta-path finder that fills linecache with the pending cell sources the moment anything
+    imports it (`import inspect` in a cell, then inspect.getsource of an earlier cell's function)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "linecache":
+            return None
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        from importlib.machinery import PathFinder
+        spec = PathFinder.find_spec(name, path)
+        if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = _LinecacheLoader(spec.loader)
+        return spec
+
+
+class _LinecacheLoader(object):
+    def __init__(self, loader):
+        self._loader = loader
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        module.__loader__ = self._loader
+        if module.__spec__ is not None:
+            module.__spec__.loader = self._loader
+        _mods["linecache"] = module
+        _flush_sources(module)
+
+
+def _mentions_asyncio(co):
+    if "asyncio" in co.co_names or "asyncio" in co.co_varnames:
+        return True
+    for c in co.co_consts:
+        if type(c) is type(co) and _mentions_asyncio(c):
+            return True
+    return False
+
+
+def _prepare(code, filename=None):
+    global _cell_no
+    _cell_no += 1
+    fn = filename or "<cell-%d>" % _cell_no
+    _register_source(fn, code)
+    p = _Prep()
+    p.code = code
+    p.explicit_await = False
+    if len(code) < 2000 and "await" not in code:
+        # One expression (1+1, f(x), name): compiled as is, no AST round trip.
+        try:
+            p.tail = compile(code, fn, "eval", _TLA, dont_inherit=True)
+        except SyntaxError:
+            pass
+        else:
+            p.body = None
+            p.needs_loop = "asyncio" in sys.modules or bool(p.tail.co_flags & _CO_COROUTINE) \
+                or _mentions_asyncio(p.tail)
+            return _outside_loop(p)
+    _ast = _imp("_ast")
+    tree = compile(code, fn, "exec", _AST_ONLY | _TLA, dont_inherit=True)
+    body = tree.body
+    p.tail = None
+    if body and type(body[-1]) is _ast.Expr:
+        expr = body.pop().value
+        if type(expr) is _ast.Await:
+            # `await v` as the last line: v is awaited when awaitable, else returned settled.
+            p.explicit_await = True
+            expr = expr.value
+        p.tail = compile(_ast.Expression(expr), fn, "eval", _TLA, dont_inherit=True)
+    if body and "await" in code:
+        _settle_awaits(_ast, body)
+        _ns.setdefault(_SETTLE_NAME, _settle)
+    p.body = compile(_ast.Module(body, []), fn, "exec", _TLA, dont_inherit=True) if body else None
+    needs = "asyncio" in sys.modules
+    for c in (p.body, p.tail):
+        if c is not None and not needs:
+            needs = bool(c.co_flags & _CO_COROUTINE) or _mentions_asyncio(c)
+    p.needs_loop = needs
+    return _outside_loop(p)
+
+
+# Calls that start an event loop of their own, which Python refuses inside a running one.
+_LOOP_RUNNERS = ("asyncio.run(", "run_until_complete(", "run_forever(")
+
+
+def _outside_loop(p):
+    """A cell that calls asyncio.run() (or runs a loop of its own) and has no top-level await runs
+    as a script would: without a loop (none exists yet), or with the session's loop hidden while
+    its code runs (see _run_outside_loop)."""
+    p.outside_loop = False
+    code = p.code
+    if any(c is not None and c.co_flags & _CO_COROUTINE for c in (p.body, p.tail)):
+        return p
+    for runner in _LOOP_RUNNERS:
+        if runner in code:
+            p.outside_loop = True
+            p.needs_loop = False
+            break
+    return p
+
+
+def _run_outside_loop(p):
+    """Run p on the loop's thread as if no loop were running: asyncio.run() makes and closes a loop
+    of its own. The session's loop is paused meanwhile, as it is during any synchronous cell."""
+    events = _asyncio.events
+    running = events._get_running_loop()
+    events._set_running_loop(None)
+    try:
+        if p.body is not None:
+            exec(p.body, _ns)
+        return eval(p.tail, _ns) if p.tail is not None else None
+    finally:
+        events._set_running_loop(running)
+        try:
+            _asyncio.set_event_loop(_loop)  # asyncio.run() ends with set_event_loop(None)
+        except Exception:
+            pass
+
+
+_SETTLE_NAME = "__awrepl_settle__"
+
+
+class _Settled(object):
+    """A plain value made awaitable: `await` on it returns it unchanged."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __await__(self):
+        return self.value
+        yield  # noqa: unreachable; makes __await__ a generator
+
+
+def _settle(v):
+    return v if _is_awaitable(v) else _Settled(v)
+
+
+def _settle_awaits(_ast, nodes):
+    """Rewrite the cell's own `await X` (not those inside functions) as `await settle(X)`, so
+    awaiting a value that is already settled (`x = await _`) returns it instead of TypeError."""
+    skip = (_ast.FunctionDef, _ast.AsyncFunctionDef, _ast.Lambda, _ast.ClassDef)
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, skip):
+            continue
+        if type(node) is _ast.Await:
+            inner = node.value
+            call = _ast.Call(_ast.Name(_SETTLE_NAME, _ast.Load()), [inner], [])
+            for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
+                v = getattr(inner, attr, None)
+                if v is not None:
+                    setattr(call, attr, v)
+                    setattr(call.func, attr, v)
+            node.value = call
+            stack.append(inner)
+            continue
+        for field in node._fields:
+            v = getattr(node, field, None)
+            if isinstance(v, list):
+                stack.extend(x for x in v if isinstance(x, _ast.AST))
+            elif isinstance(v, _ast.AST):
+                stack.append(v)
+
+
+def _is_awaitable(v):
+    if v is None or type(v) in (int, str, float, bool, list, dict, tuple):
+        return False
+    t = type(v)
+    if t.__name__ == "coroutine":
+        return True
+    if hasattr(t, "__await__"):
+        return True
+    gi = getattr(v, "gi_code", None)
+    return gi is not None and bool(getattr(gi, "co_flags", 0) & 0x100)
+
+
+def _should_await(v, explicit):
+    if not _is_awaitable(v):
+        return False
+    if explicit:
+        return True
+    # A started Task is kept: awaiting it would turn a background launch into a blocking wait.
+    a = sys.modules.get("asyncio")
+    if a is not None and isinstance(v, a.Task):
+        return False
+    return not getattr(v, "__awrepl_keep__", False)
+
+
+def _complete(r, value):
+    if value is None:
+        return
+    _ns["_"] = value
+    _checkpoint(r)
+    r.in_user = True
+    try:
+        text = repr(value)
+    finally:
+        r.in_user = False
+    r.result = _frame({"event": "result", "id": r.id, "text": text})
+
+
+def _finish(r, extra=None, status=None):
+    """Drain both channels, then the one done of this request."""
+    global _live_cell, _active
+    if r.done:
+        return
+    if r.type == "execute":
+        try:
+            r.in_user = True  # the drain is still interrupt-targetable
+            try:
+                _checkpoint(r)
+                _fence(_pumps, r)
+            finally:
+                r.in_user = False
+        except KeyboardInterrupt as e:
+            if not r.failed:
+                _fail(r, e)
+        if r.pending and not r.failed:
+            r.pending = False
+            _fail(r, KeyboardInterrupt())
+    if r.type == "execute":
+        _fast_switching(False)
+        if r.filename is not None:
+            _end_cell_file(r)
+    msg = {"event": "done", "id": r.id, "status": status or ("error" if r.failed else "ok")}
+    if extra:
+        msg.update(extra)
+    _live_cell = None
+    r.done = True
+    data = _frame(msg) if r.id is not None else b""
+    if r.result is not None:
+        data = r.result + data
+    _close_batch(data)
+    with _slock:
+        if _active is r:
+            _active = None
+
+
+def _start_cell(r):
+    """The execute request's code, with its optional filename applied (__file__ is set in the
+    namespace while the cell runs); None when the request is malformed and has been answered."""
+    code = r.msg.get("code")
+    if not isinstance(code, str):
+        _bad_request(r, "execute needs a string 'code'")
+        return None
+    filename = r.msg.get("filename")
+    if filename is not None:
+        if not isinstance(filename, str) or not filename or "\x00" in filename:
+            _bad_request(r, "execute 'filename' must be a non-empty string, got %r" % (filename,))
+            return None
+        r.filename = filename
+        r.file_prev = _ns.get("__file__", _NOTHING)
+        _ns["__file__"] = filename
+    return code
+
+
+def _end_cell_file(r):
+    """Put back the __file__ the cell found, unless the cell set its own."""
+    if _ns.get("__file__") is r.filename:
+        if r.file_prev is _NOTHING:
+            _ns.pop("__file__", None)
+        else:
+            _ns["__file__"] = r.file_prev
+
+
+def _exec_sync(r, code):
+    """Execute without an event loop; hands over to the loop when the cell needs one."""
+    try:
+        p = _prepare(code, r.filename)
+    except BaseException as e:
+        _fail(r, e, code)
+        return _finish(r)
+    if p.needs_loop:
+        return _go_loop(r, _cell_async(r, p))
+    try:
+        _checkpoint(r)
+        value = None
+        r.in_user = True
+        try:
+            if p.body is not None:
+                exec(p.body, _ns)
+            if p.tail is not None:
+                value = eval(p.tail, _ns)
+        finally:
+            r.in_user = False
+        if p.tail is not None and _should_await(value, p.explicit_await):
+            return _go_loop(r, _cell_await_value(r, p, value))
+        _complete(r, value)
+    except BaseException as e:
+        _fail(r, e, code)
+    _finish(r)
+
+
+async def _cell_async(r, p, value=_NOTHING):
+    try:
+        try:
+            _checkpoint(r)
+            r.in_user = True
+            try:
+                if value is _NOTHING and p.outside_loop:
+                    value = _run_outside_loop(p)
+                elif value is _NOTHING:
+                    value = None
+                    if p.body is not None:
+                        v = eval(p.body, _ns)
+                        if p.body.co_flags & _CO_COROUTINE:
+                            await v
+                    if p.tail is not None:
+                        value = eval(p.tail, _ns)
+                        if p.tail.co_flags & _CO_COROUTINE:
+                            value = await value
+                if p.tail is not None and _should_await(value, p.explicit_await):
+                    value = await value
+            finally:
+                r.in_user = False
+            _complete(r, value)
+        except BaseException as e:
+            if r.cancelled and isinstance(e, _asyncio.CancelledError):
+                k = KeyboardInterrupt()
+                k.__traceback__ = e.__traceback__
+                e = k
+            _fail(r, e, p.code)
+        _finish(r)
+    except BaseException as e:  # never leave a request without its done
+        if not r.done:
+            try:
+                _fail(r, e)
+            finally:
+                _finish(r)
+
+
+def _cell_await_value(r, p, value):
+    return _cell_async(r, p, value)
+
+
+# ---------------------------------------------------------------------------------------------
+# The loop: created lazily (importing asyncio costs more than the interpreter's start-up)
+# ---------------------------------------------------------------------------------------------
+
+_asyncio = None
+
+
+def _ensure_loop():
+    global _asyncio, _loop, _wake, _dispatcher_task
+    if _loop is not None:
+        return
+    import asyncio
+    import contextvars
+    _asyncio = asyncio
+    lp = asyncio.new_event_loop()
+    asyncio.set_event_loop(lp)
+    ev = asyncio.Event()
+    _wake = ev.set
+    _dispatcher_task = contextvars.Context().run(lp.create_task, _dispatcher(ev))
+    _loop = lp
+
+
+def _drop_loop():
+    global _loop, _dispatcher_task, _first_job, _active
+    a = _active
+    _loop = _dispatcher_task = _first_job = None
+    if a is not None and not a.done:
+        a.failed = True
+        _finish(a, {"reason": "the event loop was closed"})
+
+
+def _go_loop(r, coro):
+    global _first_job
+    _ensure_loop()
+    r.task = _loop.create_task(coro)  # the current context carries the cell id
+    _first_job = r
+
+
+async def _await_req(r):
+    try:
+        await r.task
+    except BaseException:
+        pass
+    if not r.done:  # cancelled before its first step
+        if r.type == "execute":
+            _fail(r, KeyboardInterrupt())
+        _finish(r, status="error")
+
+
+async def _dispatcher(ev):
+    global _first_job
+    while True:
+        if _first_job is not None:
+            r, _first_job = _first_job, None
+            await _await_req(r)
+            continue
+        ev.clear()
+        try:
+            r = _reqq.get_nowait()
+        except _Empty:
+            await ev.wait()
+            continue
+        try:
+            await _dispatch_one(r, _contextvars)
+        except BaseException as e:  # the dispatcher must outlive anything: it is the only one
+            if not r.done:
+                r.failed = True
+                try:
+                    _finish(r, {"reason": "internal error: %s: %s" % (type(e).__name__, _safe_str(e))})
+                except BaseException:
+                    pass
+        if _stop:
+            _loop.stop()
+            return
+
+
+async def _dispatch_one(r, contextvars):
+    if _activate(r) and r.type != "shutdown":
+        return _interrupted_before_start(r)
+    if r.type == "execute":
+        code = _start_cell(r)
+        if code is None:
+            return
+        try:
+            p = _prepare(code, r.filename)
+        except BaseException as e:
+            _fail(r, e, code)
+            return _finish(r)
+        coro = _cell_async(r, p)
+    else:
+        coro = _handler_async(r)
+    ctx = contextvars.copy_context()
+    ctx.run(_cell_set, r.id)
+    r.task = ctx.run(_loop.create_task, coro)
+    await _await_req(r)
+
+
+async def _handler_async(r):
+    _run_handler(r)
+
+
+def _interrupted_before_start(r):
+    if r.type == "execute":
+        _fail(r, KeyboardInterrupt())
+        _finish(r)
+    else:
+        _finish(r, {"reason": "interrupted"}, "error")
+
+
+def _bad_request(r, message):
+    r.failed = True
+    _protocol_error(r.id, message)
+    _finish(r, {"reason": message}, "error")
+
+
+def _handle_sync(r):
+    """Mode without a loop: the main thread runs requests straight from the queue."""
+    if _activate(r) and r.type != "shutdown":
+        return _interrupted_before_start(r)
+    token = _cell_set(r.id)
+    try:
+        if r.type == "execute":
+            code = _start_cell(r)
+            if code is not None:
+                _exec_sync(r, code)
+        else:
+            _run_handler(r)
+    except BaseException as e:
+        if not r.done and r.task is None:
+            r.failed = True
+            _finish(r, {"reason": "internal error: %s: %s" % (type(e).__name__, _safe_str(e))})
+    finally:
+        _cell_reset(token)
+
+
+_HANDLERS = {}
+
+
+def _run_handler(r):
+    global _stop
+    if r.type == "shutdown":
+        _stop = True
+        _finish(r)
+        if _loop is not None:
+            _loop.stop()
+        return
+    h = _HANDLERS.get(r.type)
+    if h is None:
+        return _bad_request(r, "unknown request type %r" % (r.type,))
+    try:
+        _checkpoint(r)
+        extra = h(r)
+    except _RequestFailed as e:
+        r.failed = True
+        return _finish(r, dict(e.extra, reason=e.reason))
+    except KeyboardInterrupt:
+        r.failed = True
+        return _finish(r, {"reason": "interrupted"})
+    except BaseException as e:
+        r.failed = True
+        return _finish(r, {"reason": "%s: %s" % (type(e).__name__, _safe_str(e))})
+    status = None
+    if extra and "status" in extra:
+        status = extra.pop("status")
+    _finish(r, extra, status)
+
+
+class _RequestFailed(Exception):
+    def __init__(self, reason, **extra):
+        Exception.__init__(self, reason)
+        self.reason = reason
+        self.extra = extra
+
+
+def _handler(name):
+    def register(fn):
+        _HANDLERS[name] = fn
+        return fn
+    return register
+
+
+# ---------------------------------------------------------------------------------------------
+# The namespace and the awrepl module
+# ---------------------------------------------------------------------------------------------
+
+_SKIP_NAMES = frozenset(["awrepl", "rlm", "mcp", "bash", "asyncio", "In", "Out", "get_ipython",
+                         "exit", "quit", "open"])
+
+
+def _fresh_namespace():
+    ns = _user_module.__dict__
+    ns.clear()
+    ns.update({"__name__": "__main__", "__doc__": None, "__package__": None, "__spec__": None,
+               "__loader__": None, "__builtins__": _builtins_mod})
+    return ns
+
+
+def _user_names():
+    return sorted(k for k in _ns if not k.startswith("_") and k not in _SKIP_NAMES)
+
+
+def _emit(data):
+    """Ship one display event: data maps MIME type strings to JSON payloads, forwarded verbatim."""
+    if not isinstance(data, dict) or not data:
+        raise TypeError("emit() takes one non-empty dict keyed by MIME type strings")
+    for k in data:
+        if not isinstance(k, str):
+            raise TypeError("emit() keys must be MIME type strings, not %s" % type(k).__name__)
+    try:
+        _json_check(data)
+    except TypeError as e:
+        raise TypeError("emit() data must be JSON-serializable: %s" % e)
+    except ValueError:
+        pass  # NaN and infinities ship as null
+    _send({"event": "display", "id": _cell_get(None), "data": data})
+
+
+_host_waiters = {}
+_host_seq = [0]
+
+
+async def _host_request(data):
+    """Send one host_request event and await the host's reply data."""
+    if not isinstance(data, dict):
+        raise TypeError("host_request() takes a dict, not %s" % type(data).__name__)
+    import asyncio
+    lp = asyncio.get_running_loop()
+    with _slock:
+        _host_seq[0] += 1
+        hid = "host-%d" % _host_seq[0]
+    fut = lp.create_future()
+    _host_waiters[hid] = fut
+    try:
+        _send({"event": "host_request", "id": hid, "data": data})
+        return await fut
+    finally:
+        _host_waiters.pop(hid, None)
+
+
+def _host_reply(hid, data):
+    """Reader thread: resolve the awaiting host_request; unknown or cancelled ids are dropped."""
+    fut = _host_waiters.get(hid)
+    if fut is None:
+        return
+    if not isinstance(data, dict):
+        data = {"value": data}
+
+    def resolve():
+        if not fut.done():
+            fut.set_result(data)
+    try:
+        fut.get_loop().call_soon_threadsafe(resolve)
+    except Exception:
+        pass
+
+
+def _is_active():
+    """True while this process is serving the protocol (importing awrepl does not count)."""
+    return _serving and not _forked
+
+
+def _make_awrepl_module():
+    import types
+    m = types.ModuleType("awrepl", "awrepl's bridge to the host: emit(), host_request(), is_active().")
+    for public, fn in (("emit", _emit), ("host_request", _host_request), ("is_active", _is_active)):
+        fn.__module__ = "awrepl"
+        fn.__name__ = fn.__qualname__ = public
+        setattr(m, public, fn)
+    m.__all__ = ["emit", "host_request", "is_active"]
+    _class_ref.__module__ = "awrepl"  # pickled by reference: snapshots name it awrepl._class_ref
+    _class_ref.__qualname__ = "_class_ref"
+    m._class_ref = _class_ref
+    m.PROTOCOL = PROTOCOL
+    return m
+
+
+# ---------------------------------------------------------------------------------------------
+# The reader thread
+# ---------------------------------------------------------------------------------------------
+
+_NEEDS_NO_ID = ("interrupt", "host_reply", "shutdown")
+EOF_GRACE = 1.5
+_watchdog_started = False
+_keep = []  # fds that must stay open for the process's lifetime
+
+
+def _on_line(line):
+    line = line.strip()
+    if not line:
+        return
+    try:
+        msg = _loads(line.decode("utf-8"))
+    except UnicodeDecodeError:
+        return _protocol_error(None, "request is not valid UTF-8")
+    except ValueError as e:
+        head = line[:80].decode("utf-8", "replace")
+        return _protocol_error(None, "malformed request line (%s): %s" % (e, head))
+    if not isinstance(msg, dict):
+        return _protocol_error(None, "a request must be a JSON object, got %s" % type(msg).__name__)
+    t = msg.get("type")
+    rid = msg.get("id")
+    if rid is not None and not isinstance(rid, str):
+        return _protocol_error(None, "request id must be a string, got %r" % (rid,))
+    if t == "interrupt":
+        return _interrupt(rid)
+    if t == "host_reply":
+        return _host_reply(rid, msg.get("data"))
+    if rid is None and t != "shutdown":
+        return _protocol_error(None, "request of type %r needs a string id" % (t,))
+    _enqueue(_Req(msg))
+
+
+def _reader():
+    _block_sigint()
+    parts = []
+    fd = _req_fd
+    while True:
+        try:
+            chunk = _os_read(fd, 1 << 18)
+        except InterruptedError:
+            continue
+        except OSError:
+            chunk = b""
+        if not chunk:
+            break
+        start = 0
+        while True:
+            i = chunk.find(b"\n", start)
+            if i < 0:
+                if start < len(chunk):
+                    parts.append(chunk[start:])
+                break
+            if parts:
+                parts.append(chunk[start:i])
+                line = b"".join(parts)
+                parts = []
+            else:
+                line = chunk[start:i]
+            start = i + 1
+            try:
+                _on_line(line)
+            except Exception as e:  # the reader never dies
+                try:
+                    _protocol_error(None, "bad request: %s: %s" % (type(e).__name__, _safe_str(e)))
+                except Exception:
+                    pass
+    # stdin closed: equivalent to shutdown, and the process is gone soon whatever runs.
+    _enqueue(_Req({"type": "shutdown"}))
+    _sleep(EOF_GRACE)
+    _os_exit(0)
+
+
+# The stdin watchdog, run as `python -S -I -c _WATCHDOG parent_pid grace`: fd 3 is our stdin, fd 4 a
+# pipe whose write end only we hold. It sleeps in poll(); stdin's hang-up starts the grace period,
+# our exit (fd 4 hangs up) ends it; at the end of the grace it SIGKILLs us.
+_WATCHDOG = (
+    "import os,select,sys\n"
+    "h=select.POLLHUP|select.POLLERR|select.POLLNVAL|getattr(select,'POLLRDHUP',0)\n"
+    "p=select.poll();p.register(3,h);p.register(4,h)\n"
+    "e=dict(p.poll())\n"
+    "if e.get(3) and not e.get(4):\n"
+    " p.unregister(3)\n"
+    " if not p.poll(int(float(sys.argv[2])*1000)):os.kill(int(sys.argv[1]),9)\n"
+)
+
+
+def _start_watchdog():
+    """A helper process that kills us when stdin hangs up and we have not exited in time.
+
+    The reader thread handles EOF itself, but it needs the GIL, and a cell stuck in a C loop
+    (sum(range(10**12))) never releases it; the helper needs no GIL. It is a fresh interpreter
+    (python -S -I), not a fork of this one: a fork would come to hold a private copy of every page
+    we touch afterwards. It is started through `sh -c '... &'` so it is not our child: a cell's
+    os.wait() never meets it.
+    """
+    global _watchdog_started
+    _watchdog_started = True
+    exe = sys.executable
+    if (not hasattr(os, "posix_spawn") or not exe or not os.path.exists("/bin/sh")
+            or os.environ.get("AWREPL_NO_WATCHDOG")):
+        return
+    alive_r, alive_w = os.pipe()  # alive_w stays here, close-on-exec: HUP on alive_r = we are gone
+    actions = [(os.POSIX_SPAWN_DUP2, _req_fd, 3), (os.POSIX_SPAWN_DUP2, alive_r, 4),
+               (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+               (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+               (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)]
+    argv = ["/bin/sh", "-c", '"$@" &', "sh", exe, "-S", "-I", "-c", _WATCHDOG,
+            str(os.getpid()), str(EOF_GRACE + 0.4)]
+    try:
+        pid = os.posix_spawn("/bin/sh", argv, dict(os.environ), file_actions=actions)
+    except OSError:
+        os.close(alive_w)
+        return
+    finally:
+        os.close(alive_r)
+    _keep.append(alive_w)
+    _sh_pids.append(pid)  # reaped before any cell runs: a cell's os.wait() must never meet it
+
+
+_sh_pids = []
+
+
+def _reap_sh():
+    """Wait for the watchdog's sh, which exits as soon as it has started the watchdog (~1 ms)."""
+    while _sh_pids:
+        try:
+            os.waitpid(_sh_pids.pop(), 0)
+        except OSError:
+            pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Introspection requests: variables, inspect, reset, list_names
+# ---------------------------------------------------------------------------------------------
+
+def _short_repr(v, limit=120):
+    """A bounded repr; a failing one (user __repr__, or reprlib meeting builtins a cell broke)
+    becomes a marker, so one bad name never fails a listing."""
+    try:
+        r = _imp("reprlib").Repr()
+        r.maxstring = limit
+        r.maxother = limit
+        r.maxlist = r.maxtuple = r.maxset = r.maxfrozenset = r.maxdeque = r.maxarray = 10
+        r.maxdict = 10
+        text = r.repr(v)
+    except Exception:  # reprlib's code sees the user's builtins; repr here is the runtime's own
+        try:
+            text = repr(v)[:limit + 1]
+        except Exception as e:
+            text = "<repr failed: %s: %s>" % (type(e).__name__, _safe_str(e))
+    if type(text) is not str:
+        text = "<repr failed: %s returned by repr>" % type(text).__name__
+    if len(text) > limit:
+        text = text[:limit - 3] + "..."
+    return text
+
+
+REPR_BUDGET_SECONDS = 0.1  # per value in variables/inspect: a lazy proxy must not stall a listing
+_repr_clock = (None, 0.0)  # main thread: (token of the repr running now, its start), else (None, 0)
+_repr_expired = None  # budget thread -> _on_sigint: the token whose budget ran out
+_repr_budget_for = None  # the request a budget thread watches
+
+
+class _ReprTimedOut(KeyboardInterrupt):
+    pass
+
+
+def _repr_budget(r):
+    """Thread: SIGINT the main thread once a value's repr has run past its budget. _on_sigint
+    raises _ReprTimedOut only if that same repr is still running, so a late signal is dropped."""
+    global _repr_expired
+    _block_sigint()
+    sent = None
+    while not r.done and _active is r:
+        tok, started = _repr_clock
+        if tok is not None and tok is not sent and _monotonic() - started > REPR_BUDGET_SECONDS:
+            sent = tok
+            _repr_expired = tok
+            try:
+                _signal.pthread_kill(_main_ident, _signal.SIGINT)
+            except Exception:
+                return
+        _sleep(0.02)
+
+
+def _guarded_repr(r, v, limit=120):
+    """_short_repr inside a request, within REPR_BUDGET_SECONDS (a pure-Python __repr__; C code
+    cannot be broken). An interrupt aimed at the request ends it (the caller's KeyboardInterrupt),
+    while a KeyboardInterrupt the user's __repr__ raises by itself only marks this one value."""
+    global _repr_clock, _repr_budget_for
+    if r is not None and _use_signal and _repr_budget_for is not r:
+        _repr_budget_for = r
+        _thread.start_new_thread(_repr_budget, (r,))
+    _repr_clock = (object(), _monotonic())
+    try:
+        return _short_repr(v, limit)
+    except _ReprTimedOut:
+        return "<repr timed out after %d ms>" % (REPR_BUDGET_SECONDS * 1000)
+    except KeyboardInterrupt:
+        if r is None or r.kbi:
+            raise
+        return "<repr failed: KeyboardInterrupt>"
+    finally:
+        _repr_clock = (None, 0.0)
+
+
+def _type_name(v):
+    t = type(v)
+    mod = getattr(t, "__module__", "builtins")
+    if mod in ("builtins", "__main__", None):
+        return t.__qualname__
+    return "%s.%s" % (mod, t.__qualname__)
+
+
+@_handler("variables")
+def _h_variables(r):
+    out = {}
+    for name in _user_names():
+        v = _ns[name]
+        r.in_user = True  # a user __repr__ may run long: interruptible
+        try:
+            _checkpoint(r)
+            try:
+                text = _guarded_repr(r, v)
+            except _ReprTimedOut:  # landed just as the repr returned
+                text = "<repr timed out after %d ms>" % (REPR_BUDGET_SECONDS * 1000)
+            out[name] = "%s: %s" % (_type_name(v), text)
+        finally:
+            r.in_user = False
+    return {"variables": out}
+
+
+def _lookup(name):
+    """A dotted name in the namespace (then builtins); no evaluation of arbitrary code."""
+    builtins = _builtins_mod
+    parts = name.split(".")
+    head = parts[0]
+    if head in _ns:
+        obj = _ns[head]
+    elif hasattr(builtins, head):
+        obj = getattr(builtins, head)
+    else:
+        raise _RequestFailed("name %r is not defined" % head)
+    for i, attr in enumerate(parts[1:], 1):
+        try:
+            obj = getattr(obj, attr)
+        except Exception:
+            raise _RequestFailed("%r has no attribute %r" % (".".join(parts[:i]), attr))
+    return obj
+
+
+def _signature_text(obj):
+    if not callable(obj):
+        return None
+    try:
+        import inspect
+        return str(inspect.signature(obj))
+    except (TypeError, ValueError):
+        return None
+
+
+@_handler("inspect")
+def _h_inspect(r):
+    name = r.msg.get("name")
+    if not isinstance(name, str) or not name:
+        raise _RequestFailed("inspect needs a string 'name'")
+    obj = _lookup(name)
+    r.in_user = True
+    try:
+        return {"info": _describe(name, obj)}
+    finally:
+        r.in_user = False
+
+
+def _describe(name, obj):
+    info = {"name": name, "type": _type_name(obj), "repr": _guarded_repr(_active, obj, 2000)}
+    doc = getattr(obj, "__doc__", None)
+    if isinstance(doc, str) and not isinstance(obj, (str, bytes, int, float, list, dict, tuple, set)):
+        info["doc"] = doc.strip()[:2000]
+    try:
+        info["len"] = len(obj)
+    except Exception:
+        pass
+    if isinstance(obj, dict) or (hasattr(obj, "keys") and hasattr(obj, "__getitem__")
+                                 and not isinstance(obj, type)):
+        try:
+            keys = []
+            for k in obj.keys():
+                keys.append(k if isinstance(k, str) else repr(k))
+                if len(keys) >= 100:
+                    break
+            info["keys"] = keys
+        except Exception:
+            pass
+    sig = _signature_text(obj)
+    if sig is not None:
+        info["signature"] = sig
+    mod = getattr(obj, "__module__", None)
+    if isinstance(mod, str):
+        info["module"] = mod
+    f = getattr(obj, "__file__", None)
+    if isinstance(f, str):
+        info["file"] = f
+    for attr in ("shape", "dtype"):
+        try:
+            v = getattr(obj, attr, None)
+        except Exception:
+            v = None
+        if v is not None and not callable(v):
+            info[attr] = str(v)
+    if isinstance(obj, type) or type(obj).__name__ == "module":
+        info["dir"] = [n for n in dir(obj) if not n.startswith("_")][:200]
+    return info
+
+
+@_handler("reset")
+def _h_reset(r):
+    global _ns
+    _ns = _fresh_namespace()
+    _fail_history.clear()
+    return None
+
+
+@_handler("list_names")
+def _h_list_names(r):
+    return {"names": _user_names()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Editing help: complete, is_complete
+# ---------------------------------------------------------------------------------------------
+
+@_handler("complete")
+def _h_complete(r):
+    import re
+    code = r.msg.get("code")
+    if not isinstance(code, str):
+        raise _RequestFailed("complete needs a string 'code'")
+    cursor = r.msg.get("cursor")
+    if cursor is None:
+        cursor = len(code)
+    if isinstance(cursor, bool) or not isinstance(cursor, int) or not 0 <= cursor <= len(code):
+        raise _RequestFailed("cursor must be an integer within the code, got %r" % (cursor,))
+    text = code[:cursor]
+    matches = []
+    m = re.search(r"([A-Za-z_][\w.]*)\[\s*(['\"])([^'\"]*)$", text)
+    if m:
+        obj = _lookup_quiet(m.group(1))
+        prefix = m.group(3)
+        try:
+            matches = [k for k in obj.keys() if isinstance(k, str) and k.startswith(prefix)]
+        except Exception:
+            matches = []
+        return {"matches": sorted(set(matches))[:500]}
+    m = re.search(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\.(\w*)$", text)
+    if m:
+        obj = _lookup_quiet(m.group(1))
+        if obj is _NOTHING:
+            return {"matches": []}
+        prefix = m.group(2)
+        try:
+            names = dir(obj)
+        except Exception:
+            names = []
+        hide = not prefix.startswith("_")
+        matches = ["%s.%s" % (m.group(1), n) for n in names
+                   if n.startswith(prefix) and not (hide and n.startswith("_"))]
+        return {"matches": sorted(set(matches))[:500]}
+    m = re.search(r"[A-Za-z_]\w*$", text)
+    if not m:
+        return {"matches": []}
+    builtins = _builtins_mod
+    import keyword
+    prefix = m.group(0)
+    pool = set(_ns) | set(dir(builtins)) | set(keyword.kwlist)
+    hide = not prefix.startswith("_")
+    matches = [n for n in pool if n.startswith(prefix) and not (hide and n.startswith("_"))]
+    return {"matches": sorted(matches)[:500]}
+
+
+def _lookup_quiet(name):
+    try:
+        return _lookup(name)
+    except Exception:
+        return _NOTHING
+
+
+@_handler("is_complete")
+def _h_is_complete(r):
+    code = r.msg.get("code")
+    if not isinstance(code, str):
+        raise _RequestFailed("is_complete needs a string 'code'")
+    status, indent = _completeness(code)
+    return {"status": status, "indent": indent}
+
+
+def _open_block(code):
+    """True when the last statement sits inside an indented block (tokenize's view)."""
+    import io
+    import tokenize
+    depth = 0
+    nlines = code.count("\n") + 1
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+            if tok.type == tokenize.INDENT:
+                depth += 1
+            elif tok.type == tokenize.DEDENT:
+                if tok.start[0] > nlines or (tok.start[0] == nlines and not code.split("\n")[-1].strip()):
+                    break  # the dedents tokenize adds at end of input
+                depth -= 1
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    return depth > 0
+
+
+def _completeness(code):
+    """complete | incomplete | invalid, and the indent the next line should get."""
+    import codeop
+    if not code.strip():
+        return "complete", ""
+    cc = codeop.CommandCompiler()
+    cc.compiler.flags |= _TLA
+    try:
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compiled = cc(code, "<input>", "exec")
+    except (SyntaxError, ValueError, OverflowError, MemoryError):
+        return "invalid", ""
+    lines = [ln for ln in code.split("\n") if ln.strip()]
+    last = lines[-1] if lines else ""
+    indent = last[:len(last) - len(last.lstrip())]
+    if compiled is None:
+        if last.split("#")[0].rstrip().endswith(":"):
+            indent += "    "
+        return "incomplete", indent
+    # It compiles, but a block still open at the end wants an empty line to finish it.
+    if _open_block(code) and not (code.endswith("\n") and code.rstrip(" \t").endswith("\n\n")):
+        return "incomplete", indent
+    return "complete", ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Signatures: the published-call index and the call-shape remedies drawn from it
+# ---------------------------------------------------------------------------------------------
+
+_sig_index = {}  # short and qualified names -> ("qualified(signature)", the callable)
+
+_CALL_SHAPE = None
+
+
+def _public_calls(mod):
+    names = getattr(mod, "__all__", None)
+    if not isinstance(names, (list, tuple)):
+        names = [n for n in dir(mod) if not n.startswith("_")]
+    out = []
+    for n in names:
+        try:
+            obj = getattr(mod, n)
+        except Exception:
+            continue
+        if not callable(obj) or type(obj).__name__ == "module":
+            continue
+        if getattr(obj, "__module__", None) != mod.__name__ and not isinstance(getattr(mod, "__all__", None), (list, tuple)):
+            continue  # re-exported imports are someone else's calls
+        out.append((n, obj))
+    return out
+
+
+def _shape_line(name, cls):
+    fields = getattr(cls, "__dataclass_fields__", None)
+    if isinstance(fields, dict):
+        items = [(k, getattr(f, "type", None)) for k, f in fields.items()]
+    elif isinstance(getattr(cls, "_fields", None), tuple) or getattr(cls, "__total__", None) is not None:
+        ann = getattr(cls, "__annotations__", {}) or {}
+        items = list(ann.items()) or [(f, None) for f in getattr(cls, "_fields", ())]
+    else:
+        return None
+
+    def tname(t):
+        if t is None:
+            return "Any"
+        if isinstance(t, str):
+            return t
+        return getattr(t, "__name__", None) or str(t).replace("typing.", "")
+    return "%s: {%s}" % (name, ", ".join("%s: %s" % (k, tname(t)) for k, t in items))
+
+
+@_handler("signatures")
+def _h_signatures(r):
+    import importlib
+    mods = r.msg.get("modules")
+    if mods is not None and (not isinstance(mods, list) or not all(isinstance(m, str) for m in mods)):
+        raise _RequestFailed("modules must be a list of strings")
+    targets, failed = [], []
+    if mods is None:
+        for k in _user_names():  # the user's own modules in the namespace stand in for skills
+            v = _ns[k]
+            if type(v).__name__ == "module" and not _is_installed(v):
+                targets.append((k, v))
+    else:
+        for name in mods:
+            try:
+                targets.append((name, importlib.import_module(name)))
+            except BaseException as e:
+                if isinstance(e, KeyboardInterrupt):
+                    raise
+                failed.append({"name": name, "reason": "%s: %s" % (type(e).__name__, _safe_str(e))[:500]})
+    index, lines, shapes = {}, [], []
+    for alias, mod in targets:
+        for n, obj in _public_calls(mod):
+            sig = _signature_text(obj)
+            if sig is None:
+                continue
+            text = "%s.%s%s" % (alias, n, sig)
+            index[n] = index["%s.%s" % (alias, n)] = (text, obj)
+            lines.append(text)
+            if isinstance(obj, type):
+                line = _shape_line("%s.%s" % (alias, n), obj)
+                if line:
+                    shapes.append(line)
+    _sig_index.clear()
+    _sig_index.update(index)
+    return {"calls": len(lines), "failed": failed, "digest": "\n".join(lines + shapes)}
+
+
+def _is_installed(mod):
+    """True for the stdlib, builtins and installed packages: only the user's own modules (the
+    project's, PYTHONPATH's) stand in for skills."""
+    f = getattr(mod, "__file__", None)
+    if not f:
+        return True
+    parts = os.path.abspath(f).split(os.sep)
+    if "site-packages" in parts or "dist-packages" in parts:
+        return True
+    import sysconfig
+    std = sysconfig.get_paths().get("stdlib", "")
+    return bool(std) and os.path.abspath(f).startswith(os.path.abspath(std) + os.sep)
+
+
+def _remedies(e):
+    """For a call-shape TypeError: the signature of the callee, and the nearest legal name."""
+    global _CALL_SHAPE
+    if type(e) is not TypeError or not e.args or not isinstance(e.args[0], str):
+        return []
+    import re
+    if _CALL_SHAPE is None:
+        _CALL_SHAPE = re.compile(
+            r"^([A-Za-z_][\w.]*)\(\) (got an unexpected keyword argument '(\w+)'|missing \d+ required"
+            r"|takes |got multiple values|got some positional-only)")
+    m = _CALL_SHAPE.match(e.args[0])
+    if not m:
+        return []
+    qual = m.group(1)
+    short = qual.rsplit(".", 1)[-1]
+    entry = _sig_index.get(qual) or _sig_index.get(short)
+    sig = entry[0] if entry else None
+    obj = entry[1] if entry else _find_callee(e, qual)
+    params = None
+    if obj is not _NOTHING:
+        try:
+            import inspect
+            s = inspect.signature(obj)
+            params = [p.name for p in s.parameters.values()
+                      if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY)]
+            if sig is None:
+                sig = "%s%s" % (qual, s)
+        except (TypeError, ValueError):
+            pass
+    if sig is None:
+        return []
+    out = ["[awrepl] Signature: %s\n" % sig]
+    bad = m.group(3)
+    if bad and params:
+        import difflib
+        near = difflib.get_close_matches(bad, params, n=1, cutoff=0.5)
+        if near:
+            out.append("[awrepl] Did you mean %s=...? (%r is not a parameter of %s)\n" % (near[0], bad, qual))
+    return out
+
+
+def _find_callee(e, qual):
+    """Resolve the called name in the frame that made the call (the innermost one left)."""
+    builtins = _builtins_mod
+    tb = e.__traceback__
+    frame = None
+    while tb is not None:
+        frame = tb.tb_frame
+        tb = tb.tb_next
+    scopes = [frame.f_locals, frame.f_globals] if frame is not None else []
+    scopes.append(_ns)
+    parts = [p for p in qual.split(".") if p != "<locals>"]
+    for scope in scopes:
+        obj = scope.get(parts[0], _NOTHING) if isinstance(scope, dict) else _NOTHING
+        if obj is _NOTHING:
+            continue
+        try:
+            for p in parts[1:]:
+                obj = getattr(obj, p)
+            return obj
+        except Exception:
+            continue
+    obj = getattr(builtins, parts[0], _NOTHING)
+    return obj if len(parts) == 1 else _NOTHING
+
+
+# ---------------------------------------------------------------------------------------------
+# Snapshot / restore: dill when importable, else pickle (names it cannot save are skipped)
+# ---------------------------------------------------------------------------------------------
+
+SNAPSHOT_FORMAT = 1
+_NEVER_RESTORE = frozenset(["In", "Out", "get_ipython"])
+# A __main__ global reference in a protocol-4/5 pickle: the module name as a SHORT_BINUNICODE. The
+# first use of any string in a stream is written out in full (later ones may be memo references),
+# so a stream without these bytes refers to nothing defined in a cell.
+_MAIN_REF = b"\x8c\x08__main__"
+# Names the snapshot filter drops that a saved function may still call (a `_helper`, `asyncio`):
+# saved beside the names as support, restored only where the namespace lacks them.
+_SUPPORT_SKIP = frozenset(["_", "In", "Out", "get_ipython", "exit", "quit", "open"])
+
+
+class _Codec(object):
+    """Serialises one value at a time, the cheapest way that restores it right.
+
+    Plain data goes through the C pickler (dill's pure-Python pickler is ~60x slower), and modules
+    by name (importing dill costs more than most snapshots). A cell-defined class bound in the
+    namespace under its own name is saved BY REFERENCE wherever it occurs inside another value
+    (awrepl._class_ref(name), resolved against the namespace at restore, where classes are
+    restored first): instances in lists and dicts then belong to the session's class, not to a
+    copy of it. The names referenced this way are collected in `refs`. A value whose stream still
+    refers to __main__ (functions, classes themselves, instances of unbound classes) or that pickle
+    cannot save goes to dill when importable, without recurse mode: a cell function's globals are
+    then saved as a reference to __main__'s dict, so restored into the session's namespace it
+    reads and writes the live globals (recurse mode would give each function a private copy of
+    them, functions in containers included). The global names of every code object dill writes
+    are collected in `needed`, so filtered names they use can be saved too. Without dill, modules
+    are saved by name and cell definitions are refused with a reason.
+    """
+
+    def __init__(self):
+        self.pickle = _imp("pickle")
+        self.needed = set()
+        self.refs = set()  # cell classes the last dumps() referenced by name
+        self._top = None  # the value being saved: a class saved as itself is saved by value
+        self._dill = None
+        self._dill_pickler = None
+        self._c_pickler = None
+
+    def dumps(self, v):
+        """(kind, blob) where kind is "pickle" or "dill"; raises what the fallback raises."""
+        self._top = v
+        self.refs = set()
+        try:
+            blob = self._dumps_c(v)
+            if _MAIN_REF not in blob:
+                return "pickle", blob
+        except Exception:
+            pass
+        self.refs = set()
+        if self._load_dill():
+            return "dill", self._dumps_dill(v)
+        blob = self._dumps_c(v)
+        if _MAIN_REF in blob:
+            # pickle saves functions and classes by name only; a new worker would not find them.
+            raise TypeError("pickle cannot save functions or classes defined in cells (dill can)")
+        return "pickle", blob
+
+    def _reduce(self, obj):
+        """reducer_override of both picklers: cell classes by reference, modules by name."""
+        t = type(obj)
+        if t is type(sys):
+            # Modules travel by name: `import json` survives a snapshot without dill.
+            name = getattr(obj, "__name__", None)
+            if name and sys.modules.get(name) is obj and name not in ("__main__", "awrepl"):
+                return _imp("importlib").import_module, (name,)
+        elif isinstance(obj, type) and obj is not self._top:
+            name = _cell_class_name(obj)
+            if name is not None:
+                self.refs.add(name)
+                return _class_ref, (name,)
+        return NotImplemented
+
+    def _dumps_c(self, v):
+        pickle = self.pickle
+        if self._c_pickler is None:
+            reduce = self._reduce
+
+            class Pickler(pickle.Pickler):
+                def reducer_override(self, obj):
+                    return reduce(obj)
+            self._c_pickler = Pickler
+        buf = _imp("io").BytesIO()
+        self._c_pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(v)
+        return buf.getvalue()
+
+    def _load_dill(self):
+        if self._dill is None:
+            try:
+                import dill
+                self._dill = dill
+            except Exception:
+                self._dill = False
+        return self._dill
+
+    def _dumps_dill(self, v):
+        if self._dill_pickler is None:
+            code_type = type(_dill_probe.__code__)
+            needed = self.needed
+            reduce = self._reduce
+
+            class Pickler(self._dill.Pickler):
+                def persistent_id(self, obj):
+                    if type(obj) is code_type:
+                        needed.update(obj.co_names)
+                    return None
+
+                def reducer_override(self, obj):
+                    return reduce(obj)
+            self._dill_pickler = Pickler
+        buf = _imp("io").BytesIO()
+        p = self._dill_pickler(buf, self.pickle.HIGHEST_PROTOCOL, byref=False, recurse=False)
+        p._main = _user_module  # dill's own notion of __main__ is fixed when dill is imported
+        p.dump(v)
+        return buf.getvalue()
+
+    def loader(self, kind):
+        """The loads for `kind`, or None when it is dill and dill is not importable."""
+        if kind != "dill":
+            return self.pickle.loads
+        dill = self._load_dill()
+        if not dill:
+            return None
+
+        def loads(blob):
+            u = dill.Unpickler(_imp("io").BytesIO(blob))
+            u._main = _user_module  # a function's globals reference resolves to the live namespace
+            return u.load()
+        return loads
+
+
+def _cell_class_name(cls):
+    """The name a cell-defined class is bound to in the namespace under its own name, else None."""
+    try:
+        if cls.__module__ != "__main__":
+            return None
+        name = cls.__qualname__
+    except Exception:
+        return None
+    if type(name) is str and _ns.get(name) is cls:
+        return name
+    return None
+
+
+class ClassNotRestoredError(LookupError):
+    pass
+
+
+def _class_ref(name):
+    """awrepl._class_ref: a snapshot's reference to the session's class `name` (see _Codec)."""
+    cls = _ns.get(name)
+    if not isinstance(cls, type):
+        raise ClassNotRestoredError("needs the class %r, which was not restored" % (name,))
+    return cls
+
+
+def _dill_probe():
+    pass
+
+
+def _support_names(needed, taken):
+    """The filtered-out names of the namespace that saved cell code uses (see _SUPPORT_SKIP)."""
+    out = []
+    for k in needed:
+        if k in taken or k not in _ns or k in _SUPPORT_SKIP:
+            continue
+        if k.startswith("__") and k.endswith("__"):
+            continue
+        if k.startswith("_") or k in _SKIP_NAMES:
+            out.append(k)
+    return sorted(out)
+
+
+def _atomic_write(path, data):
+    """Write a temp file beside path, then rename it over path. Created 0600: a snapshot holds the
+    session's variables (tokens, data), and a path the user names may be in a shared directory."""
+    d = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(d, ".%s.%d.tmp" % (os.path.basename(path), os.getpid()))
+    try:
+        try:
+            os.unlink(tmp)  # a killed writer's leftover: O_EXCL below must create a fresh 0600 file
+        except FileNotFoundError:
+            pass
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+        with open(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+_MANIFEST_KEYS = ("version", "savedNames", "timestamp")
+MANIFEST_MAX_BYTES = 16 << 20
+
+
+def _check_manifest_target(path):
+    """Refuse to replace a file at manifest_path that is not an awrepl manifest: the manifest
+    name is derived from the snapshot's (x.pkl -> x.json), so it may be a file of the user's."""
+    if not os.path.lexists(path):
+        return
+    refuse = "refusing to overwrite %s: it exists and is not an awrepl snapshot manifest " \
+             "(move it away or snapshot to another path)" % path
+    if not os.path.isfile(path) or os.path.getsize(path) > MANIFEST_MAX_BYTES:
+        raise _RequestFailed(refuse)
+    try:
+        with open(path, "rb") as f:
+            m = _loads(f.read().decode("utf-8"))
+    except OSError as e:
+        raise _RequestFailed("cannot read the existing manifest %s: %s" % (path, e.strerror or e))
+    except ValueError:  # not UTF-8, not JSON
+        raise _RequestFailed(refuse)
+    if not isinstance(m, dict) or not all(k in m for k in _MANIFEST_KEYS):
+        raise _RequestFailed(refuse)
+
+
+def _manifest_text(manifest):
+    try:
+        return _imp("json").dumps(manifest, indent=2) + "\n"
+    except Exception:  # the json package taken away by a cell: the runtime's own encoder
+        return _enc(manifest) + "\n"
+
+
+def _int_field(r, key):
+    v = r.msg.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise _RequestFailed("%s must be a non-negative integer, got %r" % (key, v))
+    return v
+
+
+def _drop_orphans(deps, blobs, support, kinds, saved, skipped):
+    """A value referring to a class that is not saved could not be restored: skip it, with why."""
+    changed = True
+    while changed:
+        changed = False
+        for name in [n for n in deps if n in blobs or n in support]:
+            missing = sorted(c for c in deps[name] if c not in blobs and c not in support)
+            if not missing:
+                continue
+            blobs.pop(name, None)
+            support.pop(name, None)
+            kinds.pop(name, None)
+            if name in saved:
+                saved.remove(name)
+                skipped.append({"name": name, "reason": "needs the class %s, which was not saved"
+                                % ", ".join(missing)})
+            changed = True
+
+
+def _restore_rank(name):
+    v = _ns.get(name)
+    if isinstance(v, type):
+        try:
+            return (0, len(v.__mro__))
+        except Exception:
+            return (0, 0)
+    return (1, 0)
+
+
+@_handler("snapshot")
+def _h_snapshot(r):
+    pickle = _imp("pickle")
+    path = r.msg.get("path")
+    manifest_path = r.msg.get("manifest_path")
+    if not isinstance(path, str) or not path or not isinstance(manifest_path, str) or not manifest_path:
+        raise _RequestFailed("snapshot needs string 'path' and 'manifest_path'")
+    max_bytes = _int_field(r, "max_bytes")
+    max_var = _int_field(r, "max_variable_bytes")
+    _check_manifest_target(manifest_path)  # before anything is written
+    prune = bool(r.msg.get("prune_oversized"))
+    codec = _Codec()
+    saved, skipped, pruned, blobs, support, kinds = [], [], [], {}, {}, {}
+    deps = {}  # name -> the cell classes its value refers to by name
+    total = 0
+    pending = _user_names()
+    support_round = False
+    while pending:
+        for name in pending:
+            r.in_user = True  # user __reduce__ / __getstate__ run here: interruptible
+            try:
+                _checkpoint(r)
+                kind, blob = codec.dumps(_ns[name])
+                if codec.refs:
+                    deps[name] = codec.refs
+                    codec.needed.update(codec.refs)  # a _Private class is saved as support
+            except KeyboardInterrupt:
+                raise
+            except BaseException as e:
+                skipped.append({"name": name, "reason": "%s: %s" % (type(e).__name__, _safe_str(e))[:500]})
+                continue
+            finally:
+                r.in_user = False
+            size = len(blob)
+            if max_var is not None and size > max_var:
+                skipped.append({"name": name, "reason": "%d bytes exceeds max_variable_bytes %d" % (size, max_var)})
+                if prune and not support_round:
+                    pruned.append(name)
+                continue
+            if max_bytes is not None and total + size > max_bytes:
+                skipped.append({"name": name, "reason": "%d bytes would exceed max_bytes %d" % (size, max_bytes)})
+                continue
+            (support if support_round else blobs)[name] = blob
+            kinds[name] = kind
+            if not support_round:
+                saved.append(name)
+            total += size
+        # Filtered names that saved cell code calls, until none is new (a helper may need another).
+        support_round = True
+        pending = _support_names(codec.needed, set(blobs) | set(support) | set(s["name"] for s in skipped))
+    _drop_orphans(deps, blobs, support, kinds, saved, skipped)
+    # Classes first, bases before subclasses: values refer to them by name (see _Codec).
+    order = sorted(blobs, key=_restore_rank)
+    blobs = dict((n, blobs[n]) for n in order)
+    support = dict((n, support[n]) for n in sorted(support, key=_restore_rank))
+    kind = "dill" if "dill" in kinds.values() else "pickle"  # what a restore needs
+    payload = pickle.dumps({"format": SNAPSHOT_FORMAT, "serializer": kind, "names": blobs,
+                            "serializers": kinds, "support": support},
+                           protocol=pickle.HIGHEST_PROTOCOL)
+    manifest = {"version": SNAPSHOT_FORMAT, "savedNames": saved, "skipped": skipped, "pruned": pruned,
+                "bytes": len(payload), "pythonVersion": "%d.%d.%d" % sys.version_info[:3],
+                "timestamp": _time(), "serializer": kind, "serializers": kinds,
+                "support": sorted(support)}
+    try:
+        _atomic_write(path, payload)
+    except OSError as e:
+        raise _RequestFailed("cannot write snapshot %s: %s" % (path, e.strerror or e))
+    try:
+        _atomic_write(manifest_path, _manifest_text(manifest).encode())
+    except OSError as e:
+        raise _RequestFailed("cannot write manifest %s: %s" % (manifest_path, e.strerror or e))
+    for name in pruned:  # only once everything is on disk
+        _ns.pop(name, None)
+    return {"saved": saved, "skipped": skipped, "pruned": pruned, "bytes": len(payload)}
+
+
+@_handler("restore")
+def _h_restore(r):
+    pickle = _imp("pickle")
+    path = r.msg.get("path")
+    if not isinstance(path, str) or not path:
+        raise _RequestFailed("restore needs a string 'path'")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return {"restored": [], "failed": [], "reason": "snapshot not found"}
+    except OSError as e:
+        raise _RequestFailed("cannot read snapshot %s: %s" % (path, e.strerror or e), restored=[], failed=[])
+    try:
+        payload = pickle.loads(raw)
+        default_kind = payload["serializer"]
+        blobs = payload["names"]
+        kinds = payload.get("serializers") or {}
+        support = payload.get("support") or {}
+        if not isinstance(blobs, dict) or not isinstance(kinds, dict) or not isinstance(support, dict):
+            raise ValueError("names is not a mapping")
+    except Exception as e:
+        raise _RequestFailed("corrupt snapshot %s: %s: %s" % (path, type(e).__name__, _safe_str(e)),
+                             restored=[], failed=[])
+    codec = _Codec()
+    restored, failed = [], []
+    # Payload order (classes first); support names only where the namespace has none of its own.
+    items = [(n, b, False) for n, b in blobs.items()] + [(n, b, True) for n, b in support.items()]
+    while items:
+        # A value whose class comes later in the payload (a support class, a class used as a class
+        # attribute) waits for another pass; a pass restoring nothing ends it.
+        waiting = []
+        for name, blob, is_support in items:
+            if name in _NEVER_RESTORE or (is_support and name in _ns):
+                continue
+            loads = codec.loader(kinds.get(name, default_kind))
+            if loads is None:
+                failed.append({"name": name, "reason": "the snapshot was made with dill, which is not importable"})
+                continue
+            r.in_user = True
+            try:
+                _checkpoint(r)
+                _ns[name] = loads(blob)
+                if not is_support:
+                    restored.append(name)
+            except KeyboardInterrupt:
+                raise
+            except ClassNotRestoredError as e:
+                waiting.append((name, blob, is_support, e))
+            except BaseException as e:
+                failed.append({"name": name, "reason": "%s: %s" % (type(e).__name__, _safe_str(e))[:500]})
+            finally:
+                r.in_user = False
+        if len(waiting) == len(items):
+            for name, _b, _s, e in waiting:
+                failed.append({"name": name, "reason": "%s: %s" % (type(e).__name__, _safe_str(e))[:500]})
+            break
+        items = [w[:3] for w in waiting]
+    restored.sort()
+    return {"restored": restored, "failed": failed}
+
+
+# ---------------------------------------------------------------------------------------------
+# Start-up and the serve loop
+# ---------------------------------------------------------------------------------------------
+
+_pumps = ()
+_user_module = None
+_runtime_module = None
+_monotonic = None
+_cell_var = None
+_cell_get = None
+_cell_set = None
+_cell_reset = None
+_FENCE = b""
+_signal = None
+_sleep = None
+_time = None
+_Empty = None
+_contextvars = None
+
+
+def _after_fork_in_child():
+    global _forked, _serving, _live_cell, _bid, _bsize
+    _forked = True
+    _serving = False
+    _live_cell = None  # nothing batches in the child: every write takes the raw path
+    _bid = None
+    del _bparts[:]  # the parent ships its own copy
+    _bsize = 0
+
+
+def main():
+    global _signal
+    import _signal
+    _signal.signal(_signal.SIGINT, _on_sigint)  # first: a SIGINT during start-up is ignored, not fatal
+    pumps = _setup_fds()
+    version = "%d.%d.%d" % sys.version_info[:3]
+    _write_all(('{"event":"ready","protocol":%d,"python":"%s","capabilities":[%s],"pid":%d}\n'
+                % (PROTOCOL, version, ",".join('"%s"' % c for c in CAPABILITIES), _pid)).encode())
+    # Everything below runs while the host prepares its first request.
+    _setup_state()
+    _setup_pumps(pumps)
+    _install_namespace()
+    _init_json()  # before the threads: the pumps frame with it
+    _start_threads(pumps)
+    _serve()
+
+
+def _setup_state():
+    global _reqq, _monotonic, _cell_var, _cell_get, _cell_set, _cell_reset, _FENCE, _use_signal
+    global _Empty, _contextvars, _sleep, _time
+    import time
+    import _queue
+    import contextvars
+    _monotonic = time.monotonic
+    _sleep = time.sleep
+    _time = time.time
+    _Empty = _queue.Empty
+    _contextvars = contextvars
+    _reqq = _queue.SimpleQueue()
+    _cell_var = contextvars.ContextVar("awrepl_cell")
+    _cell_get = _cell_var.get
+    _cell_set = _cell_var.set
+    _cell_reset = _cell_var.reset
+    _FENCE = b"\x00\x1bawrepl-fence-" + os.urandom(8).hex().encode() + b"\x00"
+    _use_signal = hasattr(_signal, "pthread_kill") and not os.environ.get("AWREPL_INTERRUPT_FALLBACK")
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _setup_pumps(pumps):
+    global _pumps
+    try:
+        import select
+        if hasattr(select, "poll"):
+            for p in pumps:
+                p.poller = select.poll()
+                p.poller.register(p.rfd, select.POLLIN)
+                p.check = select.poll()
+                p.check.register(p.rfd, select.POLLIN)
+    except ImportError:
+        pass
+    try:
+        import fcntl
+        for p in pumps:  # a larger pipe: C code writing a burst rarely waits on the pump
+            fcntl.fcntl(p.wfd, 1031, 1 << 20)  # F_SETPIPE_SZ (Linux)
+    except Exception:
+        pass
+    _pumps = pumps
+    Stream = _make_stream_class()
+    sys.stdout = Stream("stdout", 1)
+    sys.stderr = Stream("stderr", 2)
+    _builtins_mod.print = _make_print(Stream)
+
+
+def _install_namespace():
+    """Cells run in a fresh module installed as __main__ (pickle and dill look classes up there);
+    the runtime's own module stays referenced so its globals live on."""
+    global _runtime_module, _user_module, _ns
+    import types
+    if sys.argv[0] not in ("", "-c") and sys.path and not getattr(sys.flags, "safe_path", False):
+        sys.path[0] = ""  # as `python -i`: imports resolve against the cwd, not the runtime's cache dir
+    sys.argv = [""]
+    _runtime_module = sys.modules.get("__main__")
+    _user_module = types.ModuleType("__main__")
+    sys.modules["__main__"] = _user_module
+    sys.modules["awrepl"] = _make_awrepl_module()
+    if "linecache" not in sys.modules:
+        sys.meta_path.insert(0, _LinecacheHook())
+    _ns = _fresh_namespace()
+
+
+def _start_threads(pumps):
+    global _serving
+    for p in pumps:
+        _thread.start_new_thread(_pump_forever, (p,))
+    _thread.start_new_thread(_batch_timer, ())
+    _serving = True
+    _thread.start_new_thread(_reader, ())
+
+
+def _next_request():
+    """The next request; while none comes for 50 ms, deferred start-up work is done instead:
+    none of it is on the path to the first result, all of it makes later requests cheaper."""
+    while _idle_tasks:
+        try:
+            return _reqq.get(timeout=IDLE_SECONDS)
+        except _Empty:
+            task = _idle_tasks.pop(0)
+            try:
+                task()
+            except Exception:
+                pass
+    return _reqq.get()
+
+
+def _warm_imports():
+    for name in ("_ast", "traceback", "linecache", "reprlib", "io", "pickle"):  # cells, errors, vars, snapshots
+        _imp(name)
+    _flush_sources()
+
+
+def _idle_watchdog():
+    if not _watchdog_started:
+        _start_watchdog()
+
+
+_idle_tasks = [_idle_watchdog, _warm_imports]
+IDLE_SECONDS = 0.05
+
+
+def _serve():
+    while not _stop:
+        if _loop is None:
+            r = _next_request()
+            try:
+                _handle_sync(r)
+            except BaseException:
+                pass  # _handle_sync reports; nothing may end the serve loop
+            _restore_stdio()
+        else:
+            try:
+                _loop.run_forever()
+            except BaseException:
+                pass  # a KeyboardInterrupt raised into a background task, or its SystemExit
+            if _loop.is_closed():
+                _drop_loop()  # user code closed it from a thread: start over without one
+            _restore_stdio()
+    _exit_process()
+
+
+def _restore_stdio():
+    """exit()/quit() close sys.stdin; user code may replace sys.stdout. Keep the channels sane."""
+    s = sys.stdin
+    if s is None or getattr(s, "closed", False):
+        try:
+            sys.stdin = open(0, "r", closefd=False)
+        except Exception:
+            pass
+
+
+def _exit_process():
+    global _serving
+    _serving = False
+    if _loop is not None:
+        try:
+            _loop.set_exception_handler(lambda loop, context: None)
+        except Exception:
+            pass
+
+    def hard_exit():
+        _block_sigint()
+        _sleep(2.0)
+        _os_exit(0)
+    _thread.start_new_thread(hard_exit, ())  # non-daemon user threads must not hold the exit
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    # Not main() itself: on 3.9 a frame called from one with the same globals inherits its builtins,
+    # and this module-level frame still has the real ones. exec's frame has other globals, so
+    # main() and everything it calls look up the private __builtins__ above.
+    exec("main()", {"main": main, "__builtins__": __builtins__})

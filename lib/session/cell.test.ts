@@ -1,0 +1,55 @@
+import { describe, expect, test } from "bun:test";
+import { CellRecorder, lostStateNotice } from "./cell.ts";
+import { DisplayWriter } from "./display.ts";
+import { OutputCollector } from "./output.ts";
+import type { ErrorEvent } from "../protocol/runtime.ts";
+
+const limits = { timeoutMs: 1000, graceMs: 200 };
+const calm = { timedOut: false, userInterrupted: false, killed: false };
+const interruptError: ErrorEvent = { event: "error", id: "1", ename: "KeyboardInterrupt", evalue: "", traceback: ["Traceback\n", "KeyboardInterrupt\n"] };
+
+function recorder(limit = 100): CellRecorder {
+  return new CellRecorder(new OutputCollector(limit), new DisplayWriter("/nonexistent-awrepl-display", "t"), {});
+}
+
+describe("CellRecorder", () => {
+  test("ok with a value and output", () => {
+    const r = recorder();
+    r.output("stdout", "hi\n");
+    r.result("42");
+    const res = r.finish({ event: "done", id: "1", status: "ok" }, calm, limits, "s", null);
+    expect(res).toMatchObject({ status: "ok", stdout: "hi\n", value: "42", exception: null, traceback: "", session: "s" });
+    expect(res.notice).toBeUndefined();
+  });
+
+  test("a KeyboardInterrupt is interrupted, timeout or error depending on who caused it", () => {
+    const done = { event: "done", id: "1", status: "error" } as const;
+    const status = (flags: typeof calm) => {
+      const r = recorder();
+      r.error(interruptError);
+      return r.finish(done, flags, limits, "s", null);
+    };
+    expect(status({ ...calm, userInterrupted: true }).status).toBe("interrupted");
+    const timedOut = status({ ...calm, timedOut: true });
+    expect(timedOut.status).toBe("timeout");
+    expect(timedOut.exception).toContain("state is intact");
+    expect(status(calm).status).toBe("error");
+  });
+
+  test("a failed done without an error event is still an error with a reason", () => {
+    const res = recorder().finish({ event: "done", id: "1", status: "error", reason: "bad request" }, calm, limits, "s", null);
+    expect(res.status).toBe("error");
+    expect(res.exception).toBe("RuntimeError: bad request");
+  });
+
+  test("a lost worker: died names the exit, killed is a timeout; both say the state was lost", () => {
+    const died = recorder().lost(calm, { code: 3, signal: null }, limits, "s", null);
+    expect(died.status).toBe("died");
+    expect(died.exception).toContain("exited with code 3");
+    expect(died.stderr).toEndWith("The next call starts a fresh worker.\n");
+    const killed = recorder().lost({ ...calm, timedOut: true, killed: true }, { code: null, signal: "SIGKILL" }, limits, "s", "Earlier.");
+    expect(killed.status).toBe("timeout");
+    expect(killed.notice).toStartWith("Earlier. The cell exceeded the 1000 ms timeout");
+    expect(lostStateNotice(false, { code: null, signal: "SIGSEGV" })).toContain("killed by signal SIGSEGV");
+  });
+});

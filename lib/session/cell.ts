@@ -1,0 +1,179 @@
+// One cell's events turned into an ExecResult: output under the byte limit, display items, the
+// trailing value, the error, and the status — including the two ways a cell can lose the session's
+// state (killed at its deadline, or the worker died), which the result says in so many words.
+import type { DisplayWriter } from "./display.ts";
+import { capEntries, capText, type CappedText, type OutputCollector, type Stream } from "./output.ts";
+import type { RawText } from "../wire/raw_text.ts";
+import type { DisplayItem, ExecResult, ExecStatus } from "../protocol/result.ts";
+import type { DoneEvent, ErrorEvent } from "../protocol/runtime.ts";
+import type { ExecuteOptions } from "../protocol/api.ts";
+import { describeExit, type RequestHandlers, type WorkerExit } from "../worker/worker.ts";
+
+/** Who watches a cell's output live; onRawOutput gets it undecoded (the supervisor forwards it as is). */
+export type LiveOutput = Pick<ExecuteOptions, "onOutput" | "onDisplay"> & {
+  onRawOutput?(stream: Stream, raw: RawText): void;
+};
+
+/** What happened to a cell's request besides its events (set by the timeout and interrupt paths). */
+export type CellFlags = { timedOut: boolean; userInterrupted: boolean; killed: boolean };
+
+export type CellLimits = { timeoutMs: number; graceMs: number };
+
+/** What the next call of a session is told when this one's worker was lost. */
+export function lostStateNotice(killedAtTimeout: boolean, exit: WorkerExit | null): string {
+  return `The previous worker ${howLost(killedAtTimeout, exit)}; this call ran in a fresh worker and the earlier state is gone.`;
+}
+
+/** What the next call is told when the lost worker's replacement was restored from a snapshot (`state`: which one). */
+export function restoredStateNotice(killedAtTimeout: boolean, exit: WorkerExit | null, state: string): string {
+  return `The previous worker ${howLost(killedAtTimeout, exit)}; this call ran in a fresh worker restored from ${state}.`;
+}
+
+function howLost(killedAtTimeout: boolean, exit: WorkerExit | null): string {
+  return killedAtTimeout ? "was killed after a timeout" : exit ? describeExit(exit) : "died";
+}
+
+/** Said after a loss when nothing could be restored. */
+const STATE_LOST = "the session's state was lost. The next call starts a fresh worker.";
+
+/** Collects the events of one execute request; `finish` or `lost` makes its ExecResult. */
+export class CellRecorder implements RequestHandlers {
+  private value: string | null = null;
+  private failure: ErrorEvent | null = null;
+  private exceptionText = "";
+  private readonly items: DisplayItem[] = [];
+  private readonly started = performance.now();
+  /** Bytes cut from the value, the exception, the traceback and text display payloads. */
+  private cutBytes = 0;
+
+  constructor(
+    private readonly collected: OutputCollector,
+    private readonly displays: DisplayWriter,
+    private readonly live: LiveOutput,
+  ) {}
+
+  output(stream: Stream, text: string): void {
+    this.collected.add(stream, text);
+    if (this.live.onOutput) callSafely(this.live.onOutput, stream, text);
+  }
+
+  rawOutput(stream: Stream, raw: RawText): void {
+    // Unless a caller wants the text live, it is decoded only if the output limit keeps it.
+    if (this.live.onOutput) {
+      this.output(stream, raw.text());
+      return;
+    }
+    this.collected.addRaw(stream, raw);
+    if (this.live.onRawOutput) callSafely(this.live.onRawOutput, stream, raw);
+  }
+
+  display(data: Record<string, unknown>): void {
+    const item = this.displays.item(data);
+    for (const [mime, payload] of Object.entries(item)) item[mime] = this.cap(payload);
+    this.items.push(item);
+    if (this.live.onDisplay) callSafely(this.live.onDisplay, item);
+  }
+
+  result(text: string): void {
+    // Cut as it arrives: the host (and a supervisor's client) never holds a huge repr after the cell.
+    this.value = this.cap(text);
+  }
+
+  /** One field on its own under the output limit (head, marker line, tail); what it lost is counted. */
+  private cap(text: string): string {
+    return this.count(capText(text, this.collected.limit));
+  }
+
+  private count(capped: CappedText): string {
+    this.cutBytes += capped.dropped;
+    return capped.text;
+  }
+
+  error(event: ErrorEvent): void {
+    // Cut as it arrives too; the message is kept as the `exception` it becomes.
+    this.exceptionText = this.cap(`${event.ename}: ${event.evalue}`);
+    this.failure = { ...event, evalue: "", traceback: [this.count(capEntries(event.traceback, this.collected.limit))] };
+  }
+
+  /** The result of a cell whose `done` arrived. */
+  finish(done: DoneEvent, flags: CellFlags, limits: CellLimits, session: string, notice: string | null): ExecResult {
+    const err = this.failure;
+    if (err) {
+      let status: ExecStatus = "error";
+      let exception = this.exceptionText;
+      if (err.ename === "KeyboardInterrupt" && flags.timedOut) {
+        status = "timeout";
+        exception = `TimeoutError: The cell exceeded the ${limits.timeoutMs} ms timeout and was interrupted; the session's state is intact`;
+      } else if (err.ename === "KeyboardInterrupt" && flags.userInterrupted) {
+        status = "interrupted";
+      }
+      return this.build(status, null, exception, err.traceback.join(""), session, notice, null);
+    }
+    if (done.status !== "ok") {
+      const exception = `RuntimeError: ${done.reason ?? "the runtime reported a failure without a reason"}`;
+      return this.build("error", null, exception, "", session, notice, null);
+    }
+    return this.build("ok", this.value, null, "", session, notice, null);
+  }
+
+  /**
+   * The result of a cell whose worker was lost: killed at the deadline (timeout) or dead (died).
+   * `aftermath` says what became of the session's state (default: it was lost).
+   */
+  lost(flags: CellFlags, exit: WorkerExit | null, limits: CellLimits, session: string, notice: string | null, aftermath = STATE_LOST): ExecResult {
+    let status: ExecStatus;
+    let lostState: string;
+    let exception: string;
+    if (flags.killed) {
+      status = "timeout";
+      lostState = `The cell exceeded the ${limits.timeoutMs} ms timeout and did not stop within the ${limits.graceMs} ms grace period; the worker was killed and ${aftermath}`;
+      exception = `TimeoutError: ${lostState}`;
+    } else {
+      status = "died";
+      lostState = `The Python worker ${exit ? describeExit(exit) : "died"}; ${aftermath}`;
+      exception = `WorkerDied: ${lostState}`;
+    }
+    return this.build(status, null, exception, "", session, notice ? `${notice} ${lostState}` : lostState, lostState);
+  }
+
+  private build(
+    status: ExecStatus,
+    value: string | null,
+    exception: string | null,
+    traceback: string,
+    session: string,
+    notice: string | null,
+    lostState: string | null,
+  ): ExecResult {
+    const duration_ms = performance.now() - this.started;
+    const out = this.collected.result();
+    const result: ExecResult = {
+      stdout: out.stdout,
+      // The loss is said after the output limit is applied, so truncation can never cut it off.
+      stderr: lostState ? `${out.stderr}[awrepl] ${lostState}\n` : out.stderr,
+      value,
+      exception,
+      traceback,
+      duration_ms,
+      truncated: out.truncated || this.cutBytes > 0,
+      truncated_bytes: out.truncated_bytes + this.cutBytes,
+      status,
+      session,
+      display: this.items,
+    };
+    if (notice) result.notice = notice;
+    return result;
+  }
+}
+
+/**
+ * Calls a caller's live callback; its exception must not abort the cell's bookkeeping (everything it
+ * was shown is in the result anyway).
+ */
+function callSafely<A extends unknown[]>(fn: (...args: A) => void, ...args: A): void {
+  try {
+    fn(...args);
+  } catch {
+    // Ignored: see above.
+  }
+}

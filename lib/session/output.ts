@@ -1,0 +1,252 @@
+// One cell's stdout+stderr under one byte limit, with memory bounded by that limit however much the
+// cell prints. The first half of the limit is kept as the head; the last half rolls as the tail; the
+// middle is counted and dropped. Sizes are UTF-8 bytes; cuts land on character boundaries only, so a
+// kept string never ends or starts inside a multi-byte character.
+//
+// Output can arrive undecoded (addRaw, a RawText from lib/raw_text.ts): once the head is full such a
+// piece is only counted and, if it is still in the tail when the result is made, decoded. The tail
+// drops whole pieces as later ones arrive and cuts inside its first piece only in result(), so a
+// piece passing through is never decoded; it holds at most the tail's limit plus one piece.
+import type { RawText } from "../wire/raw_text.ts";
+
+export type Stream = "stdout" | "stderr";
+
+type TailPiece = { stream: Stream; piece: string | RawText; bytes: number };
+
+function textOf(piece: string | RawText): string {
+  return typeof piece === "string" ? piece : piece.text();
+}
+
+export type CollectedOutput = {
+  stdout: string;
+  stderr: string;
+  truncated: boolean;
+  /** Exact number of UTF-8 bytes dropped (markers are not counted as kept output). */
+  truncated_bytes: number;
+};
+
+/** The marker line put where a stream lost bytes. */
+export function truncationMarker(droppedBytes: number): string {
+  return `... [${droppedBytes} bytes truncated] ...\n`;
+}
+
+/** UTF-8 length of a string without allocating when it is ASCII-only (the common case). */
+export function utf8Length(text: string): number {
+  return Buffer.byteLength(text, "utf8");
+}
+
+/**
+ * The longest prefix of `text` whose UTF-8 encoding fits in `maxBytes`, cut on a character boundary.
+ * Returns the prefix and its byte length. Only the first maxBytes UTF-16 units can be in it (each
+ * encodes to at least one byte), so a huge text is never encoded whole.
+ */
+export function utf8Prefix(text: string, maxBytes: number): [string, number] {
+  if (maxBytes <= 0) return ["", 0];
+  let window = text.length > maxBytes ? text.slice(0, maxBytes) : text;
+  // Never split a surrogate pair: a lone high surrogate at the end would encode as U+FFFD.
+  const last = window.charCodeAt(window.length - 1);
+  if (window.length < text.length && last >= 0xd800 && last <= 0xdbff) window = window.slice(0, -1);
+  const buf = Buffer.from(window, "utf8");
+  if (buf.length <= maxBytes) return [window, buf.length];
+  let end = maxBytes;
+  // Step back over continuation bytes (10xxxxxx) so the cut is before a lead byte.
+  while (end > 0 && ((buf[end] as number) & 0xc0) === 0x80) end--;
+  return [buf.toString("utf8", 0, end), end];
+}
+
+/**
+ * The longest suffix of `text` whose UTF-8 encoding fits in `maxBytes`, cut on a character boundary.
+ * Returns the suffix and its byte length. Like utf8Prefix, it encodes only the last maxBytes units.
+ */
+export function utf8Suffix(text: string, maxBytes: number): [string, number] {
+  if (maxBytes <= 0) return ["", 0];
+  let window = text.length > maxBytes ? text.slice(text.length - maxBytes) : text;
+  const first = window.charCodeAt(0);
+  if (window.length < text.length && first >= 0xdc00 && first <= 0xdfff) window = window.slice(1);
+  const buf = Buffer.from(window, "utf8");
+  if (buf.length <= maxBytes) return [window, buf.length];
+  let start = buf.length - maxBytes;
+  while (start < buf.length && ((buf[start] as number) & 0xc0) === 0x80) start++;
+  return [buf.toString("utf8", start), buf.length - start];
+}
+
+/** A text under a byte limit on its own (a value, an exception, a display payload): the cut text and the bytes dropped. */
+export type CappedText = { text: string; dropped: number };
+
+/**
+ * `text` cut like a stream: when its UTF-8 encoding is over `limit` bytes, the first half of the limit,
+ * one marker line, and the last half; cuts on character boundaries. A short text (at most 3 bytes per
+ * UTF-16 unit) is returned without being measured.
+ */
+export function capText(text: string, limit: number): CappedText {
+  if (text.length * 3 <= limit) return { text, dropped: 0 };
+  const bytes = utf8Length(text);
+  if (bytes <= limit) return { text, dropped: 0 };
+  const headLimit = Math.ceil(limit / 2);
+  const [head, headBytes] = utf8Prefix(text, headLimit);
+  const [tail, tailBytes] = utf8Suffix(text, limit - headLimit);
+  const dropped = bytes - headBytes - tailBytes;
+  return { text: joinCut(head, dropped, tail), dropped };
+}
+
+/** Below this share per entry, capEntries cuts the joined text instead (the entries would be unreadable). */
+const MIN_ENTRY_SHARE = 64;
+
+/**
+ * Entries (a traceback's frames and exception lines) joined under one limit, the largest cut first:
+ * each entry keeps up to an even share of the limit, and the ones over it are cut to it, so a
+ * 10 MB exception message cannot push the frames out. With too many entries for a useful share,
+ * the joined text is cut like capText.
+ */
+export function capEntries(entries: readonly string[], limit: number): CappedText {
+  const sizes = entries.map(utf8Length);
+  if (sizes.reduce((a, b) => a + b, 0) <= limit) return { text: entries.join(""), dropped: 0 };
+  const ascending = [...sizes].sort((a, b) => a - b);
+  let rest = limit;
+  let share = 0;
+  for (let i = 0; i < ascending.length; i++) {
+    const even = Math.floor(rest / (ascending.length - i));
+    const size = ascending[i] as number;
+    if (size > even) {
+      share = even;
+      break;
+    }
+    rest -= size;
+  }
+  if (share < MIN_ENTRY_SHARE) return capText(entries.join(""), limit);
+  let dropped = 0;
+  const kept = entries.map((entry, i) => {
+    if ((sizes[i] as number) <= share) return entry;
+    const capped = capText(entry, share);
+    dropped += capped.dropped;
+    return capped.text;
+  });
+  return { text: kept.join(""), dropped };
+}
+
+/** Head, one marker line for the bytes dropped (none when nothing was), tail. */
+function joinCut(head: string, dropped: number, tail: string): string {
+  if (dropped === 0) return head + tail;
+  // The marker is a line of its own: start it on a fresh line when the head ends mid-line.
+  const sep = head === "" || head.endsWith("\n") ? "" : "\n";
+  return head + sep + truncationMarker(dropped) + tail;
+}
+
+export class OutputCollector {
+  readonly limit: number;
+  private readonly headLimit: number;
+  private readonly tailLimit: number;
+  private headBytes = 0;
+  /** Once the head is full, every later byte goes through the tail. */
+  private headFull = false;
+  private readonly head: Record<Stream, string[]> = { stdout: [], stderr: [] };
+  private tail: TailPiece[] = [];
+  private tailStart = 0; // index of the first live piece in `tail` (avoids shift() per eviction)
+  private tailBytes = 0;
+  private readonly dropped: Record<Stream, number> = { stdout: 0, stderr: 0 };
+  /** Total bytes received, kept or not. */
+  totalBytes = 0;
+
+  constructor(limit: number) {
+    if (!Number.isFinite(limit) || limit < 0) throw new RangeError(`Output limit must be a non-negative number, not ${limit}`);
+    this.limit = Math.floor(limit);
+    this.headLimit = Math.ceil(this.limit / 2);
+    this.tailLimit = this.limit - this.headLimit;
+  }
+
+  add(stream: Stream, text: string): void {
+    if (text.length === 0) return;
+    const bytes = utf8Length(text);
+    this.totalBytes += bytes;
+    if (!this.headFull) {
+      if (this.headBytes + bytes <= this.headLimit) {
+        this.head[stream].push(text);
+        this.headBytes += bytes;
+        return;
+      }
+      // Split: what fits goes to the head, the rest starts the tail.
+      const [prefix, prefixBytes] = utf8Prefix(text, this.headLimit - this.headBytes);
+      if (prefixBytes > 0) this.head[stream].push(prefix);
+      this.headBytes += prefixBytes;
+      this.headFull = true;
+      if (prefixBytes === bytes) return;
+      this.addTail(stream, text.slice(prefix.length), bytes - prefixBytes);
+      return;
+    }
+    this.addTail(stream, text, bytes);
+  }
+
+  /** Output not decoded yet: decoded only if it lands in the head or stays in the tail. */
+  addRaw(stream: Stream, raw: RawText): void {
+    if (!this.headFull || raw.bytes >= this.tailLimit) {
+      this.add(stream, raw.text());
+      return;
+    }
+    if (raw.bytes === 0) return;
+    this.totalBytes += raw.bytes;
+    this.addTail(stream, raw, raw.bytes);
+  }
+
+  private addTail(stream: Stream, piece: string | RawText, bytes: number): void {
+    if (bytes >= this.tailLimit) {
+      const text = textOf(piece);
+      // This piece alone fills the tail: everything before it is dropped.
+      for (let i = this.tailStart; i < this.tail.length; i++) {
+        const p = this.tail[i] as TailPiece;
+        this.dropped[p.stream] += p.bytes;
+      }
+      this.tail = [];
+      this.tailStart = 0;
+      this.tailBytes = 0;
+      const [suffix, suffixBytes] = utf8Suffix(text, this.tailLimit);
+      this.dropped[stream] += bytes - suffixBytes;
+      if (suffixBytes > 0) this.tail.push({ stream, piece: suffix, bytes: suffixBytes });
+      this.tailBytes = suffixBytes;
+      return;
+    }
+    this.tail.push({ stream, piece: typeof piece === "string" ? piece : piece.retain(), bytes });
+    this.tailBytes += bytes;
+    // Drop whole pieces from the front while the rest still fills the tail (see settleTail()).
+    for (;;) {
+      const first = this.tail[this.tailStart] as TailPiece;
+      if (this.tailBytes - first.bytes < this.tailLimit) break;
+      this.dropped[first.stream] += first.bytes;
+      this.tailBytes -= first.bytes;
+      this.tailStart++;
+    }
+    if (this.tailStart > 64 && this.tailStart * 2 > this.tail.length) {
+      this.tail = this.tail.slice(this.tailStart);
+      this.tailStart = 0;
+    }
+  }
+
+  /** Cuts the tail's first piece so the tail is exactly within its limit (on a character boundary). */
+  private settleTail(): void {
+    const excess = this.tailBytes - this.tailLimit;
+    if (excess <= 0) return;
+    const first = this.tail[this.tailStart] as TailPiece;
+    const [suffix, suffixBytes] = utf8Suffix(textOf(first.piece), first.bytes - excess);
+    this.dropped[first.stream] += first.bytes - suffixBytes;
+    this.tailBytes -= first.bytes - suffixBytes;
+    if (suffixBytes === 0) this.tailStart++;
+    else this.tail[this.tailStart] = { stream: first.stream, piece: suffix, bytes: suffixBytes };
+  }
+
+  get truncatedBytes(): number {
+    this.settleTail();
+    return this.dropped.stdout + this.dropped.stderr;
+  }
+
+  /** The kept text of each stream: head, one marker line if that stream lost bytes, tail. */
+  result(): CollectedOutput {
+    this.settleTail();
+    const tails: Record<Stream, string[]> = { stdout: [], stderr: [] };
+    for (let i = this.tailStart; i < this.tail.length; i++) {
+      const p = this.tail[i] as TailPiece;
+      tails[p.stream].push(textOf(p.piece));
+    }
+    const join = (stream: Stream): string => joinCut(this.head[stream].join(""), this.dropped[stream], tails[stream].join(""));
+    const truncated_bytes = this.truncatedBytes;
+    return { stdout: join("stdout"), stderr: join("stderr"), truncated: truncated_bytes > 0, truncated_bytes };
+  }
+}

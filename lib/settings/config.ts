@@ -1,0 +1,116 @@
+// Defaults from JSON-with-comments files, in the order DESIGN.md fixes:
+// flags > environment > ./awrepl.jsonc (project) > $AWREPL_HOME/config.jsonc (user) > built-ins.
+// This module reads the two files and the environment; flags are laid on top by the caller.
+import { readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import type { ParseError } from "jsonc-parser";
+import { parse } from "jsonc-parser/lib/esm/impl/parser.js";
+import { AwreplError } from "../core/errors.ts";
+import { DEFAULTS, limitProblem, NUMBER_KEYS } from "../core/limits.ts";
+import { stateDir } from "./home.ts";
+
+export type Config = {
+  /** Per-cell timeout in ms; 0 = none. */
+  timeoutMs: number;
+  /** Output cap per cell (stdout+stderr, UTF-8 bytes). */
+  maxOutputBytes: number;
+  /** Grace period between the deadline's interrupt and the kill. */
+  graceMs: number;
+  /** Interpreter command line; undefined = resolve as DESIGN.md orders it. */
+  python?: string;
+  /** The supervisor exits after this long with no sessions; 0 = never. */
+  idleExitMs: number;
+  /** A session with no call for this long is snapshotted and closed; 0 = never. */
+  sessionIdleMs: number;
+  /** Snapshot after every cell that changed the namespace. */
+  autosave: boolean;
+  /** Snapshot size caps. */
+  snapshotMaxBytes: number;
+  snapshotMaxVariableBytes: number;
+};
+
+/** The built-ins (lib/core/limits.ts), as a Config. */
+export const builtinConfig: Config = { ...DEFAULTS };
+
+/** Environment variables that set a config key (AWREPL_PYTHON is read by the interpreter resolver too). */
+const envKeys: Record<string, keyof Config> = {
+  AWREPL_TIMEOUT_MS: "timeoutMs",
+  AWREPL_MAX_OUTPUT: "maxOutputBytes",
+  AWREPL_PYTHON: "python",
+  AWREPL_IDLE_EXIT_MS: "idleExitMs",
+  AWREPL_AUTOSAVE: "autosave",
+};
+
+export type LoadConfigOptions = { cwd?: string; env?: NodeJS.ProcessEnv };
+
+export function loadConfig(options: LoadConfigOptions = {}): Config {
+  const env = options.env ?? process.env;
+  const cwd = options.cwd ?? process.cwd();
+  const userFile = join(stateDir(env), "config.jsonc");
+  const projectFile = resolve(cwd, "awrepl.jsonc");
+  return {
+    ...builtinConfig,
+    ...readConfigFile(userFile),
+    ...readConfigFile(projectFile),
+    ...configFromEnv(env),
+  };
+}
+
+/** Reads one config file; a missing file is an empty config, a malformed one is a clear error. */
+export function readConfigFile(path: string): Partial<Config> {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return {};
+    throw new AwreplError("usage", `Cannot read config file ${path}: ${(err as Error).message}`);
+  }
+  const errors: ParseError[] = [];
+  const value: unknown = parse(text, errors, { allowTrailingComma: true });
+  const first = errors[0];
+  if (first) {
+    const before = text.slice(0, first.offset).split("\n");
+    const where = `line ${before.length}, column ${(before.at(-1)?.length ?? 0) + 1}`;
+    const found = JSON.stringify(text.slice(first.offset, first.offset + Math.max(1, Math.min(first.length, 20))));
+    throw new AwreplError("usage", `Config file ${path} is not valid JSONC: unexpected ${found} at ${where}`);
+  }
+  return validateConfig(value, path);
+}
+
+export function validateConfig(value: unknown, where: string): Partial<Config> {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new AwreplError("usage", `Config in ${where} must be a JSON object`);
+  }
+  const out: Partial<Config> = {};
+  for (const [key, v] of Object.entries(value)) {
+    if ((NUMBER_KEYS as readonly string[]).includes(key)) {
+      const problem = limitProblem(key, v);
+      if (problem) throw new AwreplError("usage", `Config key "${key}" in ${where} ${problem}`);
+      (out as Record<string, unknown>)[key] = v;
+    } else if (key === "python") {
+      if (typeof v !== "string" || v.trim() === "") {
+        throw new AwreplError("usage", `Config key "python" in ${where} must be a non-empty string`);
+      }
+      out.python = v;
+    } else if (key === "autosave") {
+      if (typeof v !== "boolean") throw new AwreplError("usage", `Config key "autosave" in ${where} must be true or false`);
+      out.autosave = v;
+    } else {
+      throw new AwreplError("usage", `Unknown config key "${key}" in ${where}`);
+    }
+  }
+  return out;
+}
+
+function configFromEnv(env: NodeJS.ProcessEnv): Partial<Config> {
+  const raw: Record<string, unknown> = {};
+  for (const [name, key] of Object.entries(envKeys)) {
+    const v = env[name];
+    if (v === undefined || v === "") continue;
+    if (key === "python") raw[key] = v;
+    else if (key === "autosave") raw[key] = v === "1" || v.toLowerCase() === "true";
+    else if (/^\d+(\.\d+)?$/.test(v.trim())) raw[key] = Number(v);
+    else throw new AwreplError("usage", `${name} must be a non-negative number of ${key === "maxOutputBytes" ? "bytes" : "milliseconds"}, not ${JSON.stringify(v)}`);
+  }
+  return validateConfig(raw, "the environment");
+}
