@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { resolveInterpreter } from "../worker/interpreter.ts";
 import { bootstrapLine, runtimeBytecode, runtimeFile, runtimeSource } from "./source.ts";
 import { runtimeLaunch } from "../worker/launch.ts";
-import { PYTHON, tempHome } from "../../tests/harness/session.ts";
+import { PYTHON, tempHome } from "../../tests/harness/mod.ts";
 import { Worker } from "../worker/worker.ts";
 
 let tmp: ReturnType<typeof tempHome>;

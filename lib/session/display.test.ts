@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DisplayWriter, extensionFor, isTextMime } from "./display.ts";
-import { tempHome } from "../../tests/harness/session.ts";
+import { tempHome } from "../../tests/harness/mod.ts";
 
 let tmp: ReturnType<typeof tempHome>;
 beforeEach(() => {

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { AwreplError } from "../core/errors.ts";
 import { SessionPool } from "./pool.ts";
-import { alive, PYTHON, tempHome, waitFor } from "../../tests/harness/session.ts";
+import { alive, PYTHON, tempHome, waitFor } from "../../tests/harness/mod.ts";
 
 let tmp: ReturnType<typeof tempHome>;
 let pool: SessionPool;

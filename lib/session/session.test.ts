@@ -3,7 +3,7 @@ import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { truncationMarker } from "./output.ts";
 import { ReplSession } from "./session.ts";
-import { alive, PYTHON, rejection, useSessions, waitFor } from "../../tests/harness/session.ts";
+import { alive, PYTHON, rejection, useSessions, waitFor } from "../../tests/harness/mod.ts";
 
 const fixture = useSessions("test");
 const start = fixture.start;

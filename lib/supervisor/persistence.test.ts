@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { forgetClosedSession, persistentSessionOptions, snapshotBeforeStop } from "./persistence.ts";
 import type { ReplSession } from "../session/session.ts";
 import { defaultSnapshotPath, describeSnapshot, forgetSnapshot, manifestPath, moveAside, readManifest, sweepTempFiles } from "../session/snapshot_files.ts";
-import { PYTHON, rejection, useSessions, waitFor } from "../../tests/harness/session.ts";
+import { PYTHON, rejection, useSessions, waitFor } from "../../tests/harness/mod.ts";
 
 /** The test interpreter without site-packages, so without dill: the stdlib pickle fallback, on any machine. */
 const NO_DILL_PYTHON = `${PYTHON} -S`;

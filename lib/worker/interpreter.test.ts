@@ -12,7 +12,7 @@ import {
   splitCommandLine,
   versionSelectors,
 } from "./interpreter.ts";
-import { PYTHON, tempHome } from "../../tests/harness/session.ts";
+import { PYTHON, tempHome } from "../../tests/harness/mod.ts";
 
 let tmp: ReturnType<typeof tempHome>;
 beforeEach(() => {

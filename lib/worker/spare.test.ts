@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { ReplSession } from "../session/session.ts";
 import { SpareWorkers } from "./spare.ts";
-import { alive, PYTHON, tempHome, waitFor } from "../../tests/harness/session.ts";
+import { alive, PYTHON, tempHome, waitFor } from "../../tests/harness/mod.ts";
 
 let tmp: ReturnType<typeof tempHome>;
 let spares: SpareWorkers;

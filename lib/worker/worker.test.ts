@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { resolveInterpreter } from "./interpreter.ts";
 import { runtimeLaunch } from "./launch.ts";
-import { alive, PYTHON, rejection, tempHome, waitFor } from "../../tests/harness/session.ts";
+import { alive, PYTHON, rejection, tempHome, waitFor } from "../../tests/harness/mod.ts";
 import { Worker, type WorkerOptions } from "./worker.ts";
 
 let tmp: ReturnType<typeof tempHome>;

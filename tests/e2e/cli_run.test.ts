@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { PYTHON, awreplBinary, run, start, testEnv, withHome } from "../harness/binary.ts";
+import { awreplBinary, PYTHON, run, start, testEnv, withHome } from "../harness/mod.ts";
 
 describe("awrepl run: output", () => {
   test("prints the cell's stdout exactly", () =>

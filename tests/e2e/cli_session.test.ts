@@ -1,7 +1,7 @@
 // `awrepl --session NAME run` through the supervisor, end to end: state across processes, the ways to
 // name a session, live output, and Ctrl-C that interrupts the cell but keeps the session.
 import { describe, expect, test } from "bun:test";
-import { run, start, withHome } from "../harness/binary.ts";
+import { run, start, withHome } from "../harness/mod.ts";
 
 describe("awrepl --session NAME run", () => {
   test("a variable survives between separate awrepl processes; -s before or after run; AWREPL_SESSION", () =>

@@ -1,6 +1,6 @@
 // Timeouts and Ctrl-C through the compiled binary: exit statuses 124 and 130, and nothing left running.
 import { describe, expect, test } from "bun:test";
-import { processesOf, run, start, waitForNoProcesses, withHome } from "../harness/binary.ts";
+import { processesOf, run, start, waitForNoProcesses, withHome } from "../harness/mod.ts";
 
 describe("awrepl run: stopping a cell", () => {
   test("--timeout stops a runaway C loop: exit 124, quickly, no process left", () =>

@@ -2,7 +2,7 @@
 // wait for typed input. A pseudo-terminal comes from util-linux's `script`.
 import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
-import { awreplBinary, run, withHome } from "../harness/binary.ts";
+import { awreplBinary, run, withHome } from "../harness/mod.ts";
 
 const SCRIPT = "/usr/bin/script";
 

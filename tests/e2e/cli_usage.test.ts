@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ROOT, run, withHome } from "../harness/binary.ts";
+import { ROOT, run, withHome } from "../harness/mod.ts";
 
 function expectUsageError(r: { code: number | null; stdout: string; stderr: string }, mentions: string): void {
   expect(r.code).toBe(2);

@@ -6,7 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ExecResult } from "../../lib/protocol/result.ts";
-import { PYTHON, processesOf, run, waitForNoProcesses, withHome } from "../harness/binary.ts";
+import { processesOf, PYTHON, run, waitForNoProcesses, withHome } from "../harness/mod.ts";
 
 /** The test interpreter without site-packages, so without dill: the stdlib pickle fallback, on any machine. */
 const NO_DILL_PYTHON = `${PYTHON} -S`;

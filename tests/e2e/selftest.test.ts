@@ -2,7 +2,7 @@
 import { expect, test } from "bun:test";
 import { readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { run, waitForNoProcesses, withHome } from "../harness/binary.ts";
+import { run, waitForNoProcesses, withHome } from "../harness/mod.ts";
 
 test("--self-test passes every check and leaves nothing behind", () =>
   withHome(async (home) => {

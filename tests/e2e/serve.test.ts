@@ -2,8 +2,7 @@
 // Ctrl-D, meta commands, NO_COLOR and a narrow terminal. Each test has its own AWREPL_HOME and its own
 // tmux server, both torn down afterwards.
 import { afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { awreplBinary, cleanupHome, makeHome, run, start, testEnv } from "../harness/binary.ts";
-import { prompts, TmuxPane } from "../harness/tmux.ts";
+import { awreplBinary, cleanupHome, makeHome, prompts, run, start, testEnv, TmuxPane } from "../harness/mod.ts";
 
 let binary = "";
 let home = "";

@@ -2,7 +2,7 @@
 // the exit status reports the first failure.
 import { afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { spawn } from "node:child_process";
-import { awreplBinary, cleanupHome, makeHome, run, testEnv } from "../harness/binary.ts";
+import { awreplBinary, cleanupHome, makeHome, run, testEnv } from "../harness/mod.ts";
 
 let binary = "";
 let home = "";

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { processAlive } from "../../lib/core/process.ts";
 import { AWREPL_VERSION, SUPERVISOR_PROTOCOL } from "../../lib/core/version.ts";
 import { socketPath } from "../../lib/settings/home.ts";
-import { cleanupHome, makeHome, processesOf, run, start, waitForNoProcesses } from "../harness/binary.ts";
+import { cleanupHome, makeHome, processesOf, run, start, waitForNoProcesses } from "../harness/mod.ts";
 
 const homes: string[] = [];
 function home(): string {

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { run, withHome } from "../harness/binary.ts";
+import { run, withHome } from "../harness/mod.ts";
 
 const dirs: string[] = [];
 function tempDir(): string {

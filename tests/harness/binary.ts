@@ -2,14 +2,11 @@
 // its sources), run with a private temporary AWREPL_HOME, a timeout on every wait, and a cleanup that
 // stops the supervisor and proves no process of that home is left behind.
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { BINARY, buildBinary } from "../../scripts/build.ts";
+import { PYTHON, ROOT, tempHome } from "./common.ts";
 
-export const ROOT = resolve(import.meta.dir, "../..");
-/** The interpreter the e2e tests run (a real executable, never a pyenv shim). */
-export const PYTHON = process.env.AWREPL_TEST_PYTHON ?? "/usr/bin/python3";
 /** Upper bound for one awrepl command in a test; generous because the machine is shared. */
 export const COMMAND_TIMEOUT_MS = 30_000;
 
@@ -42,7 +39,7 @@ function newestSourceMtime(): number {
 
 /** A private state directory; remove it with cleanupHome() (which also checks for leftover processes). */
 export function makeHome(): string {
-  return mkdtempSync(join(tmpdir(), "awrepl-e2e-"));
+  return tempHome("awrepl-e2e-").home;
 }
 
 export type RunResult = {

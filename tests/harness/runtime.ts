@@ -4,11 +4,11 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { readFileSync } from "node:fs";
 import { setDefaultTimeout } from "bun:test";
+import { PYTHON } from "./common.ts";
 
 // Each test spawns real interpreters; on a loaded machine bun's 5 s default is too tight.
 setDefaultTimeout(30_000);
 
-export const PYTHON = process.env.AWREPL_TEST_PYTHON || "/usr/bin/python3";
 export const RUNTIME_PATH = fileURLToPath(new URL("../../lib/runtime/runtime.py", import.meta.url));
 
 export type Event = { event: string; id?: string | null; [k: string]: unknown };
@@ -211,13 +211,3 @@ export function closeAll(): void {
   live.clear();
 }
 
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

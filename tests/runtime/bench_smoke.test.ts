@@ -3,7 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { PYTHON } from "../harness/runtime.ts";
+import { PYTHON } from "../harness/mod.ts";
 
 const SCRIPT = fileURLToPath(new URL("../../scripts/bench/runtime.ts", import.meta.url));
 

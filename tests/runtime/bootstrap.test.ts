@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { Runtime, bootstrapSource, closeAll } from "../harness/runtime.ts";
+import { bootstrapSource, closeAll, Runtime } from "../harness/mod.ts";
 
 afterEach(closeAll);
 

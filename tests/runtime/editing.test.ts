@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { Runtime, closeAll } from "../harness/runtime.ts";
+import { closeAll, Runtime } from "../harness/mod.ts";
 
 afterEach(closeAll);
 

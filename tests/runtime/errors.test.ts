@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Event, Runtime, closeAll } from "../harness/runtime.ts";
+import { closeAll, type Event, Runtime } from "../harness/mod.ts";
 
 afterEach(closeAll);
 let dir = "";

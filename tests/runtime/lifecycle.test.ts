@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { Runtime, closeAll, isAlive } from "../harness/runtime.ts";
+import { alive, closeAll, Runtime } from "../harness/mod.ts";
 
 afterEach(closeAll);
 
@@ -43,7 +43,7 @@ describe("shutdown and stdin EOF", () => {
     rt.proc.stdin!.end();
     expect(await rt.waitExit(6000)).toBe(true);
     expect(Date.now() - t0).toBeLessThan(6000);
-    expect(isAlive(rt.pid)).toBe(false);
+    expect(alive(rt.pid)).toBe(false);
   });
 
   test("stdin EOF while a Python loop runs exits too", async () => {

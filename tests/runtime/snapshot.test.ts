@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Runtime, closeAll } from "../harness/runtime.ts";
+import { closeAll, Runtime } from "../harness/mod.ts";
 
 let dir = "";
 beforeEach(() => {

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Runtime, closeAll } from "../harness/runtime.ts";
+import { closeAll, Runtime } from "../harness/mod.ts";
 
 afterEach(closeAll);
 

@@ -2,7 +2,7 @@
 // one statement, and when each is handed out.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ReplSession } from "../../session/session.ts";
-import { PYTHON, tempHome } from "../../../tests/harness/session.ts";
+import { PYTHON, tempHome } from "../../../tests/harness/mod.ts";
 import { StatementSplitter } from "./piped.ts";
 import { completeness } from "./run.ts";
 

@@ -1,0 +1,6 @@
+// The one test harness: import from here. See common.ts for what each module holds.
+export * from "./binary.ts";
+export * from "./common.ts";
+export * from "./runtime.ts";
+export * from "./session.ts";
+export * from "./tmux.ts";
