@@ -12,7 +12,7 @@ import { RawText } from "../wire/raw_text.ts";
 import type { DaemonStatus, SessionInfo, SessionSpec, StreamReply } from "../protocol/supervisor.ts";
 import type { ExecResult, RestoreReport } from "../protocol/result.ts";
 import type { InspectInfo } from "../protocol/runtime.ts";
-import { type ClientOptions, resolveHome, type SupervisorPaths, supervisorPaths } from "../settings/home.ts";
+import { type ClientOptions, type HomeLayout, homeLayout, layoutOf, resolveHome } from "../settings/home.ts";
 import type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, SnapshotReport } from "../protocol/api.ts";
 
 export type { ClientOptions } from "../settings/home.ts";
@@ -36,7 +36,7 @@ export type AttachOptions = SessionOptions & {
 export async function attach(name: string, options: AttachOptions = {}, early?: EarlyConnection): Promise<RemoteSession> {
   checkSessionName(name);
   const env = options.clientEnv ?? process.env;
-  const paths = early?.paths ?? supervisorPaths(resolveHome({ env, home: options.home }));
+  const paths = early?.paths ?? homeLayout(resolveHome({ env, home: options.home }));
   // No round trip here: the first call carries the session's spec and creates it if needed.
   const conn = early ? ((await early.conn) ?? (await connectFast(paths, env))) : await connectFast(paths, env);
   return new RemoteSession(name, conn, sessionSpec(options, env), paths, env);
@@ -49,7 +49,7 @@ export type RemoteExecuteOptions = ExecuteOptions & {
   liveLimit?: number;
 };
 
-export type EarlyConnection = { paths: SupervisorPaths; conn: Promise<SupervisorConnection | null> };
+export type EarlyConnection = { paths: HomeLayout; conn: Promise<SupervisorConnection | null> };
 
 /**
  * Starts connecting to the supervisor and sends hello, for a later attach(name, options, early) with
@@ -58,7 +58,7 @@ export type EarlyConnection = { paths: SupervisorPaths; conn: Promise<Supervisor
  */
 export function connectEarly(options: Pick<AttachOptions, "home" | "clientEnv"> = {}): EarlyConnection {
   const env = options.clientEnv ?? process.env;
-  const paths = supervisorPaths(resolveHome({ env, home: options.home }));
+  const paths = homeLayout(resolveHome({ env, home: options.home }));
   const conn = SupervisorConnection.connect(paths);
   conn.catch(() => {}); // reported by attach(), if it is ever called
   return { paths, conn };
@@ -73,7 +73,7 @@ export class RemoteSession implements Session {
     readonly id: string,
     private conn: SupervisorConnection,
     private readonly spec: SessionSpec,
-    private readonly paths: SupervisorPaths,
+    private readonly paths: HomeLayout,
     private readonly env: NodeJS.ProcessEnv,
   ) {}
 
@@ -236,7 +236,7 @@ export async function daemonStatus(options: ClientOptions = {}): Promise<DaemonS
 
 /** Stops the supervisor (every session ends with it) and waits until it is gone. False if none ran. */
 export async function stopDaemon(options: ClientOptions = {}): Promise<boolean> {
-  const paths = supervisorPaths(resolveHome(options));
+  const paths = layoutOf(options);
   const conn = await SupervisorConnection.connect(paths);
   if (!conn) return false;
   let pid: number;
@@ -256,12 +256,12 @@ export async function stopDaemon(options: ClientOptions = {}): Promise<boolean> 
 
 /** Where the supervisor logs (it may not exist yet). */
 export function daemonLogPath(options: ClientOptions = {}): string {
-  return supervisorPaths(resolveHome(options)).log;
+  return layoutOf(options).log;
 }
 
 async function withSupervisor<T>(options: ClientOptions, fn: (conn: SupervisorConnection) => Promise<T>): Promise<T | null> {
   const env = options.env ?? process.env;
-  const paths = supervisorPaths(resolveHome(options));
+  const paths = layoutOf(options);
   const conn = await connectSupervisor(paths, { autostart: false, env });
   if (!conn) return null;
   try {

@@ -4,7 +4,7 @@ import { AwreplError, isErrorCode } from "../core/errors.ts";
 import type { ClientRequest, HelloReply, OkValue, RequestId, StreamReply, SupervisorReply } from "../protocol/supervisor.ts";
 import type { ExecResult } from "../protocol/result.ts";
 import { AWREPL_VERSION, buildId, SUPERVISOR_PROTOCOL } from "../core/version.ts";
-import { type SupervisorPaths } from "../settings/home.ts";
+import { type HomeLayout } from "../settings/home.ts";
 import { type RawText, readReplyFrame } from "../wire/raw_text.ts";
 import { connectLines, type LineConnection } from "../wire/socket.ts";
 
@@ -35,7 +35,7 @@ export class SupervisorConnection {
   /** The supervisor's hello; rejects if the connection closes first. */
   readonly hello: Promise<HelloReply>;
 
-  private constructor(readonly paths: SupervisorPaths) {
+  private constructor(readonly paths: HomeLayout) {
     this.hello = new Promise((resolve, reject) => {
       this.helloWaiter = { resolve, reject };
     });
@@ -46,7 +46,7 @@ export class SupervisorConnection {
    * Connects and sends hello. Resolves null when nobody listens (no socket, or a stale one);
    * other failures (permissions, ...) are errors.
    */
-  static async connect(paths: SupervisorPaths): Promise<SupervisorConnection | null> {
+  static async connect(paths: HomeLayout): Promise<SupervisorConnection | null> {
     const conn = new SupervisorConnection(paths);
     try {
       conn.line = await connectLines(paths.socket, {

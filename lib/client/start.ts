@@ -8,7 +8,7 @@ import { ensurePrivateDir } from "../settings/home.ts";
 import { lockHolder } from "../supervisor/start_lock.ts";
 import { processAlive } from "../core/process.ts";
 import { isCompiled } from "../core/version.ts";
-import { type SupervisorPaths } from "../settings/home.ts";
+import { type HomeLayout } from "../settings/home.ts";
 
 /** How long a client waits for a supervisor it started (or found starting) to answer. */
 const START_TIMEOUT_MS = 15_000;
@@ -32,11 +32,11 @@ export type ConnectOptions = {
  * version_mismatch, or with the connection closing before hello was answered (a supervisor that was
  * exiting); neither ran anything, so it can retry through connectSupervisor().
  */
-export async function connectFast(paths: SupervisorPaths, env: NodeJS.ProcessEnv): Promise<SupervisorConnection> {
+export async function connectFast(paths: HomeLayout, env: NodeJS.ProcessEnv): Promise<SupervisorConnection> {
   return (await SupervisorConnection.connect(paths)) ?? (await connectSupervisor(paths, { autostart: true, env }) as SupervisorConnection);
 }
 
-export async function connectSupervisor(paths: SupervisorPaths, options: ConnectOptions): Promise<SupervisorConnection | null> {
+export async function connectSupervisor(paths: HomeLayout, options: ConnectOptions): Promise<SupervisorConnection | null> {
   let lastError: Error | null = null;
   for (let attempt = 0; attempt < 4; attempt++) {
     let conn = await SupervisorConnection.connect(paths);
@@ -74,7 +74,7 @@ export async function stopAndWait(conn: SupervisorConnection, pid: number): Prom
   conn.close();
 }
 
-async function startAndConnect(paths: SupervisorPaths, env: NodeJS.ProcessEnv): Promise<SupervisorConnection> {
+async function startAndConnect(paths: HomeLayout, env: NodeJS.ProcessEnv): Promise<SupervisorConnection> {
   ensurePrivateDir(paths.home);
   let exited: number | null = null;
   if (!startInProgress(paths)) {
@@ -104,12 +104,12 @@ async function startAndConnect(paths: SupervisorPaths, env: NodeJS.ProcessEnv): 
 }
 
 /** True when another client's supervisor is starting right now (a live starter holds the lock). */
-function startInProgress(paths: SupervisorPaths): boolean {
+function startInProgress(paths: HomeLayout): boolean {
   return lockHolder(paths.lock) !== null;
 }
 
 /** Starts the supervisor; node:child_process and node:url load only here, off the warm path. */
-async function spawnSupervisor(paths: SupervisorPaths, env: NodeJS.ProcessEnv) {
+async function spawnSupervisor(paths: HomeLayout, env: NodeJS.ProcessEnv) {
   const [{ spawn }, { fileURLToPath }] = await Promise.all([import("node:child_process"), import("node:url")]);
   rotateLog(paths.log);
   const [cmd, ...args] = supervisorCommand(env, fileURLToPath);

@@ -55,14 +55,15 @@ export function shortSocketDir(): string {
   return `/tmp/awrepl-${uid}`;
 }
 
-export type SupervisorPaths = {
+/** Where everything in a state directory lives; resolved once per command and passed down. */
+export type HomeLayout = {
   home: string;
   socket: string;
   log: string;
   lock: string;
 };
 
-export function supervisorPaths(home: string): SupervisorPaths {
+export function homeLayout(home: string): HomeLayout {
   return {
     home,
     socket: socketPath(home),
@@ -77,9 +78,16 @@ export type ClientOptions = {
   env?: NodeJS.ProcessEnv;
   /** State directory; overrides `env`. */
   home?: string;
+  /** The state directory's layout, already resolved (a command resolves it once); overrides both. */
+  layout?: HomeLayout;
 };
 
 /** Absolute: the supervisor runs in another directory, so a relative AWREPL_HOME must not reach it. */
 export function resolveHome(options: ClientOptions = {}): string {
-  return resolve(options.home ?? stateDir(options.env ?? process.env));
+  return options.layout?.home ?? resolve(options.home ?? stateDir(options.env ?? process.env));
+}
+
+/** The layout `options` name: the one given, or the one of the state directory they resolve to. */
+export function layoutOf(options: ClientOptions = {}): HomeLayout {
+  return options.layout ?? homeLayout(resolveHome(options));
 }

@@ -20,7 +20,7 @@ import { ReplSession } from "../session/session.ts";
 import { SpareWorkers } from "../worker/spare.ts";
 import { acquireStartLock } from "./start_lock.ts";
 import { AWREPL_VERSION, buildId, SUPERVISOR_PROTOCOL } from "../core/version.ts";
-import { type ClientOptions, resolveHome, type SupervisorPaths, supervisorPaths } from "../settings/home.ts";
+import { type ClientOptions, resolveHome, type HomeLayout, homeLayout } from "../settings/home.ts";
 import { parseRequestLine } from "./requests.ts";
 import { asAwreplError, type Call, processRss, SessionTable } from "./session_table.ts";
 import { listenSocket, wireLines } from "../wire/socket.ts";
@@ -49,7 +49,7 @@ type Connection = {
 export async function runSupervisor(options: ClientOptions = {}): Promise<number> {
   const env = options.env ?? process.env;
   const home = ensurePrivateDir(resolveHome(options));
-  const paths = supervisorPaths(home);
+  const paths = homeLayout(home);
   const log = (line: string) => process.stderr.write(`${new Date().toISOString()} [${process.pid}] ${line}\n`);
   // The executable starts with a reluctant JIT (scripts/build.ts), right for a short CLI call; a
   // long-lived supervisor wants the normal one.
@@ -95,7 +95,7 @@ class Supervisor {
   private finished!: (code: number) => void;
 
   constructor(
-    private readonly paths: SupervisorPaths,
+    private readonly paths: HomeLayout,
     private readonly config: Config,
     private readonly log: (line: string) => void,
   ) {
