@@ -1,12 +1,8 @@
-// What every CLI command gets from the program: the resolved global options and config. Shared by the
-// local commands (lib/cli/program.ts, run) and the supervisor commands (lib/cli/remote.ts).
-import type { Config } from "../settings/config.ts";
+// What every CLI command gets from the program: the settings resolved once at the command line's edge
+// (lib/settings/context.ts) and the session the global options name.
+import type { Settings } from "../settings/context.ts";
 
-export type CliContext = {
+export type CliContext = Settings & {
   /** The session named by -s/--session (before or after the subcommand) or AWREPL_SESSION; validated. */
   session(): string | undefined;
-  /** Config files + environment, loaded once on first use (flags are applied by each command). */
-  config(): Config;
-  /** Environment to resolve paths and defaults from (tests pass their own AWREPL_HOME through it). */
-  env: NodeJS.ProcessEnv;
 };

@@ -5,7 +5,6 @@
 // budget); everything else, including every malformed command, goes through commander, configured so
 // that a usage error is one line on stderr and exit status 2.
 import type { Command, CommanderError } from "commander";
-import type { Config } from "../settings/config.ts";
 import { AwreplError, type ErrorCode, ExitCode, usageError } from "../core/errors.ts";
 import { checkSessionName } from "../core/names.ts";
 import type { CliContext } from "./context.ts";
@@ -49,22 +48,20 @@ the failing line and \`ExceptionType: message\` (--traceback: every frame). Exit
 raised, 2 usage error, 124 timeout, 125 awrepl failed, 130 interrupted.
 `;
 
-/** The context every command gets; config and session are resolved only when a command asks. */
+/**
+ * The context every command gets: the settings, resolved here once (the config itself is read when a
+ * command first asks), and the session the global options name.
+ */
 export async function makeContext(flagSession: () => string | undefined, env: NodeJS.ProcessEnv): Promise<CliContext> {
-  const { loadConfig } = await import("../settings/config.ts");
-  let config: Config | undefined;
+  const { resolveSettings } = await import("../settings/context.ts");
   return {
-    env,
+    ...resolveSettings(env),
     session() {
       const flag = flagSession();
       if (flag !== undefined) return checkSessionName(flag);
       const fromEnv = env.AWREPL_SESSION;
       if (fromEnv === undefined || fromEnv === "") return undefined;
       return checkSessionName(fromEnv, "AWREPL_SESSION");
-    },
-    config() {
-      config ??= loadConfig({ env });
-      return config;
     },
   };
 }

@@ -15,6 +15,7 @@ import type { ReplSession } from "../session/session.ts";
 import type { CliContext } from "./context.ts";
 import { readCell } from "./input.ts";
 import { LiveEcho, renderJson, renderText, useColor, writeRendered } from "./render.ts";
+import { watchCtrlC } from "./ctrl_c.ts";
 import { writeStream } from "./stdio.ts";
 
 export type RunArgs = {
@@ -35,7 +36,7 @@ const EPHEMERAL_ID = "run";
 export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number> {
   const name = ctx.session();
   // A named session: connect (and say hello) now, while the cell and the config are read.
-  const client = name === undefined ? undefined : connectClient(ctx.env);
+  const client = name === undefined ? undefined : connectClient(ctx);
   let code: string;
   try {
     code = await readCell({ code: args.code, file: args.file });
@@ -43,56 +44,51 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
     void client?.then(({ early }) => early.conn.then((c) => c?.close(), () => {}));
     throw err;
   }
+  const flags = { python: args.python, timeoutMs: args.timeoutMs, maxOutputBytes: args.maxOutputBytes, autosave: args.autosave };
   const config = ctx.config();
   const timeoutMs = args.timeoutMs ?? config.timeoutMs;
   const maxOutputBytes = args.maxOutputBytes ?? config.maxOutputBytes;
-  const python = args.python ?? config.python;
 
-  // Ctrl-C interrupts the cell, not the session. Code in C can ignore the interrupt: if the cell has
-  // not stopped after the grace period, an ephemeral worker is ended (its state dies with this command
-  // anyway) and a named session is left to its timeout; a second Ctrl-C stops waiting at once.
-  const abort = new AbortController();
+  // Code in C can ignore the interrupt: if the cell has not stopped after the grace period, an
+  // ephemeral worker is ended (its state dies with this command anyway) and a named session is left
+  // to its timeout; a second Ctrl-C stops waiting at once.
   let ephemeral: ReplSession | undefined;
   let stopWaiting: () => void = () => {};
   const gaveUp = new Promise<"gave up">((resolve) => (stopWaiting = () => resolve("gave up")));
-  let stuck: ReturnType<typeof setTimeout> | undefined;
   let abandoned = false; // the ephemeral worker was ended after Ctrl-C: its "died" is our doing
-  const onSigint = () => {
-    if (abort.signal.aborted) {
+  const ctrlC = watchCtrlC({
+    onRepeat() {
       if (ephemeral?.pid) killGroup(ephemeral.pid);
       process.exit(ExitCode.interrupted);
-    }
-    abort.abort();
-    stuck = setTimeout(() => {
-      const waited = `The cell did not stop within ${config.graceMs} ms of Ctrl-C (code in C can ignore interrupts)`;
-      if (ephemeral) {
-        abandoned = true;
-        void writeStream("stderr", `awrepl: ${waited}; ending its worker.\n`);
-        void ephemeral.close().finally(stopWaiting);
-      } else {
-        void writeStream("stderr", `awrepl: ${waited}; the session runs it until its timeout. Ctrl-C again stops waiting.\n`);
-      }
-    }, config.graceMs);
-  };
-  process.on("SIGINT", onSigint);
+    },
+    stuck: {
+      graceMs: config.graceMs,
+      then() {
+        const waited = `The cell did not stop within ${config.graceMs} ms of Ctrl-C (code in C can ignore interrupts)`;
+        if (ephemeral) {
+          abandoned = true;
+          void writeStream("stderr", `awrepl: ${waited}; ending its worker.\n`);
+          void ephemeral.close().finally(stopWaiting);
+        } else {
+          void writeStream("stderr", `awrepl: ${waited}; the session runs it until its timeout. Ctrl-C again stops waiting.\n`);
+        }
+      },
+    },
+  });
 
   let session: ReplSession | RemoteSession | undefined;
   try {
     if (name !== undefined) {
-      // How the session is created if it does not exist yet; an existing one keeps its interpreter.
-      const [{ attach, early }, { attachOptions }] = await Promise.all([client as ReturnType<typeof connectClient>, import("./session_commands.ts")]);
-      const options = attachOptions(ctx, args.python);
-      if (args.autosave) options.autosave = true;
-      session = await attach(name, options, early);
+      const [{ attach, early }, { attachOptions }] = await Promise.all([client as ReturnType<typeof connectClient>, import("./session_options.ts")]);
+      session = await attach(name, attachOptions(ctx, flags), early);
     } else {
-      const [{ ReplSession }, { stateDir }] = await Promise.all([import("../session/session.ts"), import("../settings/home.ts")]);
-      const options = { timeoutMs, maxOutputBytes, graceMs: config.graceMs, python, cwd: process.cwd(), home: stateDir(ctx.env) };
-      session = ephemeral = await ReplSession.start(EPHEMERAL_ID, options);
+      const [{ ReplSession }, { ownSessionOptions }] = await Promise.all([import("../session/session.ts"), import("./session_options.ts")]);
+      session = ephemeral = await ReplSession.start(EPHEMERAL_ID, ownSessionOptions(ctx, flags));
     }
-    if (abort.signal.aborted) return ExitCode.interrupted;
+    if (ctrlC.signal.aborted) return ExitCode.interrupted;
 
     const live = args.json ? undefined : new LiveEcho(maxOutputBytes, (stream, text) => void writeStream(stream, text));
-    const execOptions: RemoteExecuteOptions = { timeoutMs, maxOutputBytes, signal: abort.signal };
+    const execOptions: RemoteExecuteOptions = { timeoutMs, maxOutputBytes, signal: ctrlC.signal };
     if (args.file !== undefined && args.file !== "-") execOptions.filename = resolve(args.file);
     // Undecoded: only the head the echo shows is ever decoded, however much the cell prints.
     if (live) {
@@ -120,16 +116,15 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
     }
     return exitCodeForStatus(result.status);
   } finally {
-    clearTimeout(stuck);
-    process.off("SIGINT", onSigint);
+    ctrlC.dispose();
     // close() ends an ephemeral worker; for a named session it only detaches (the session stays).
     await session?.close();
   }
 }
 
-async function connectClient(env: NodeJS.ProcessEnv) {
+async function connectClient(ctx: CliContext) {
   const { attach, connectEarly } = await import("../client/attach.ts");
-  return { attach, early: connectEarly({ clientEnv: env }) };
+  return { attach, early: connectEarly({ clientEnv: ctx.env, home: ctx.layout.home }) };
 }
 
 /** The result of an ephemeral cell whose worker was ended because it ignored Ctrl-C. */

@@ -4,16 +4,17 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type { Command } from "commander";
-import { type AttachOptions, type RemoteSession, attach } from "../client/attach.ts";
+import { type RemoteSession, attach } from "../client/attach.ts";
 import { SUPERVISOR_SUBCOMMAND } from "../client/start.ts";
 import { AwreplError, usageError } from "../core/errors.ts";
 import type { RestoreReport } from "../protocol/result.ts";
 import type { SessionInfo } from "../protocol/supervisor.ts";
 import type { SnapshotReport } from "../protocol/api.ts";
 import type { CliContext } from "./context.ts";
+import { attachOptions } from "./session_options.ts";
 
 export function registerRemoteCommands(program: Command, ctx: CliContext): void {
-  const client = () => ({ env: ctx.env });
+  const client = () => ({ env: ctx.env, layout: ctx.layout });
 
   program
     .command("vars")
@@ -197,23 +198,6 @@ export function registerRemoteCommands(program: Command, ctx: CliContext): void 
       // Exit explicitly: nothing the supervisor opened may keep a finished supervisor alive.
       process.exit(await runSupervisor({ env: ctx.env }));
     });
-}
-
-/** Options for attach() from the CLI's config: how a session is created on first use. */
-export function attachOptions(ctx: CliContext, python?: string): AttachOptions {
-  const config = ctx.config();
-  return {
-    // --python beats the interpreter a session restored from its snapshot was created with; the
-    // config's (AWREPL_PYTHON, the config file) does not.
-    python,
-    defaultPython: config.python,
-    timeoutMs: config.timeoutMs,
-    maxOutputBytes: config.maxOutputBytes,
-    graceMs: config.graceMs,
-    autosave: config.autosave,
-    cwd: process.cwd(),
-    clientEnv: ctx.env,
-  };
 }
 
 function requireSession(ctx: CliContext): string {

@@ -41,12 +41,12 @@ const envKeys: Record<string, keyof Config> = {
   AWREPL_AUTOSAVE: "autosave",
 };
 
-export type LoadConfigOptions = { cwd?: string; env?: NodeJS.ProcessEnv };
+export type LoadConfigOptions = { cwd?: string; env?: NodeJS.ProcessEnv; /** The state directory, when already resolved. */ home?: string };
 
 export function loadConfig(options: LoadConfigOptions = {}): Config {
   const env = options.env ?? process.env;
   const cwd = options.cwd ?? process.cwd();
-  const userFile = join(stateDir(env), "config.jsonc");
+  const userFile = join(options.home ?? stateDir(env), "config.jsonc");
   const projectFile = resolve(cwd, "awrepl.jsonc");
   return {
     ...builtinConfig,

@@ -3,6 +3,7 @@
 import { AwreplError } from "../../core/errors.ts";
 import type { ExecResult } from "../../protocol/result.ts";
 import type { CompletenessStatus, Session } from "../../protocol/api.ts";
+import { watchCtrlC } from "../ctrl_c.ts";
 import { runCell, type Terminal } from "./cell.ts";
 import type { MetaState } from "./meta.ts";
 
@@ -20,24 +21,21 @@ export type ServeRun = {
  * it); a later one interrupts again, for a cell that caught the first KeyboardInterrupt.
  */
 export async function executeCell(run: ServeRun, code: string, onInterrupt?: () => void): Promise<ExecResult> {
-  const abort = new AbortController();
-  const onSigint = () => {
-    onInterrupt?.();
-    if (!abort.signal.aborted) abort.abort();
-    else
-      run.session.interrupt().catch(() => {
+  const ctrlC = watchCtrlC({
+    onPress: onInterrupt,
+    onRepeat: () =>
+      void run.session.interrupt().catch(() => {
         // The cell may have ended already; an interrupt that finds nothing to stop is not an error.
-      });
-  };
-  process.on("SIGINT", onSigint);
+      }),
+  });
   try {
     return await runCell(run.session, code, run.term, {
       timeoutMs: run.state.timeoutMs,
       maxOutputBytes: run.state.maxOutputBytes,
-      signal: abort.signal,
+      signal: ctrlC.signal,
     });
   } finally {
-    process.off("SIGINT", onSigint);
+    ctrlC.dispose();
   }
 }
 
