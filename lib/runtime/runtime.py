@@ -1014,7 +1014,7 @@ _NOTHING = object()
 
 
 class _Prep(object):
-    __slots__ = ("body", "tail", "explicit_await", "needs_loop", "code", "outside_loop")
+    __slots__ = ("body", "tail", "awaited", "needs_loop", "code", "outside_loop")
 
 
 _pending_sources = []  # cell sources waiting for linecache (importing it costs re and tokenize)
@@ -1101,7 +1101,7 @@ def _prepare(code, filename=None):
     _register_source(fn, code)
     p = _Prep()
     p.code = code
-    p.explicit_await = False
+    p.awaited = False  # the last line is `await v`: its value is final, never awaited again
     if len(code) < 2000 and "await" not in code:
         # One expression (1+1, f(x), name): compiled as is, no AST round trip.
         try:
@@ -1119,12 +1119,13 @@ def _prepare(code, filename=None):
     p.tail = None
     if body and type(body[-1]) is _ast.Expr:
         expr = body.pop().value
-        if type(expr) is _ast.Await:
-            # `await v` as the last line: v is awaited when awaitable, else returned settled.
-            p.explicit_await = True
-            expr = expr.value
+        p.awaited = type(expr) is _ast.Await
+        if "await" in code:
+            # `await v` anywhere in the last line, that line's own `await v` included, is awaited
+            # in the cell's frame (so a traceback keeps the line) and returns a settled v unchanged.
+            _settle_awaits(_ast, [expr])
         p.tail = compile(_ast.Expression(expr), fn, "eval", _TLA, dont_inherit=True)
-    if body and "await" in code:
+    if "await" in code:
         _settle_awaits(_ast, body)
         _ns.setdefault(_SETTLE_NAME, _settle)
     p.body = compile(_ast.Module(body, []), fn, "exec", _TLA, dont_inherit=True) if body else None
@@ -1234,12 +1235,12 @@ def _is_awaitable(v):
     return gi is not None and bool(getattr(gi, "co_flags", 0) & 0x100)
 
 
-def _should_await(v, explicit):
+def _should_await(v):
+    """A bare trailing value is awaited when awaitable (`f(x)` and `await f(x)` agree), except a
+    started Task or a handle marked __awrepl_keep__: awaiting those would turn a background launch
+    into a blocking wait."""
     if not _is_awaitable(v):
         return False
-    if explicit:
-        return True
-    # A started Task is kept: awaiting it would turn a background launch into a blocking wait.
     a = sys.modules.get("asyncio")
     if a is not None and isinstance(v, a.Task):
         return False
@@ -1343,7 +1344,7 @@ def _exec_sync(r, code):
                 value = eval(p.tail, _ns)
         finally:
             r.in_user = False
-        if p.tail is not None and _should_await(value, p.explicit_await):
+        if p.tail is not None and not p.awaited and _should_await(value):
             return _go_loop(r, _cell_await_value(r, p, value))
         _complete(r, value)
     except BaseException as e:
@@ -1369,7 +1370,7 @@ async def _cell_async(r, p, value=_NOTHING):
                         value = eval(p.tail, _ns)
                         if p.tail.co_flags & _CO_COROUTINE:
                             value = await value
-                if p.tail is not None and _should_await(value, p.explicit_await):
+                if p.tail is not None and not p.awaited and _should_await(value):
                     value = await value
             finally:
                 r.in_user = False

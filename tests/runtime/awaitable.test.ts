@@ -63,4 +63,32 @@ describe("top-level await and the awaitable rule", () => {
     expect(tb).toContain("raise ValueError('inner')");
     expect(tb).not.toMatch(/runtime\.py/);
   });
+
+  test("a last line `await f()` keeps its own cell frame in the traceback, for an exception and for an interrupt", async () => {
+    const rt = await Runtime.start();
+    const a = await rt.exec("async def boom():\n    raise ValueError('inner')\nawait boom()");
+    const tb = (a.error!.traceback as string[]).join("");
+    expect(tb).toMatch(/<cell-\d+>", line 3, in <module>\n\s+await boom\(\)/);
+    expect(tb).toMatch(/<cell-\d+>", line 2, in boom/);
+    // The same with the value bound (`y = await f()`), which always kept it.
+    const b = await rt.exec("async def boom():\n    raise ValueError('inner')\ny = await boom()");
+    expect((b.error!.traceback as string[]).join("")).toMatch(/line 3, in <module>\n\s+y = await boom\(\)/);
+    // An interrupt while the last line awaits.
+    await rt.exec("import asyncio\nasync def wait():\n    await asyncio.sleep(30)");
+    const pending = rt.exec("x = 1\nawait wait()");
+    await new Promise((r) => setTimeout(r, 300));
+    rt.send({ type: "interrupt" });
+    const c = await pending;
+    expect(c.error!.ename).toBe("KeyboardInterrupt");
+    expect((c.error!.traceback as string[]).join("")).toMatch(/<cell-\d+>", line 2, in <module>\n\s+await wait\(\)/);
+  });
+
+  test("`await v` on the last line returns v's value once (a coroutine that returns a coroutine is not awaited twice)", async () => {
+    const rt = await Runtime.start();
+    const a = await rt.exec("async def inner():\n    return 1\nasync def outer():\n    return inner()\nc = await outer()\ntype(c).__name__");
+    expect(a.result).toBe("'coroutine'");
+    const b = await rt.exec("await outer()");
+    expect(b.result).toMatch(/^<coroutine object inner/);
+    expect((await rt.exec("await 5")).result).toBe("5");
+  });
 });
