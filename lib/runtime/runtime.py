@@ -110,9 +110,9 @@ _req_fd = -1
 # ---------------------------------------------------------------------------------------------
 
 class _Pump(object):
-    """One fd (1 or 2) redirected into a pipe; a thread drains it to stdout/stderr events."""
+    """One fd (1 or 2) redirected into a pipe; the pump thread drains it to stdout/stderr events."""
 
-    __slots__ = ("chan", "rfd", "wfd", "seen", "busy", "wake", "poller", "check")
+    __slots__ = ("chan", "rfd", "wfd", "seen", "busy", "wake", "check", "decoder", "carry", "turn")
 
     def __init__(self, fd, chan):
         self.chan = chan
@@ -124,7 +124,9 @@ class _Pump(object):
         self.busy = False
         self.wake = _thread.allocate_lock()
         self.wake.acquire()
-        self.poller = None  # the pump thread's
+        self.decoder = None  # the pump thread's incremental UTF-8 decoder
+        self.carry = b""  # a fence marker's first bytes, held until the rest arrives
+        self.turn = 0  # when the pump thread last read this pipe
         self.check = None  # the main thread's: one poll object must not be polled concurrently
 
 
@@ -554,33 +556,26 @@ def _partial_marker_tail(data, marker):
     return 0
 
 
-def _pump_loop(p):
-    import codecs
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")
-    marker = _FENCE
-    carry = b""
-    rfd = p.rfd
-    poller = p.poller
-    while True:
-        if poller is not None:
-            try:
-                poller.poll()
-            except InterruptedError:
-                continue
-        p.busy = True
+def _pump_read(p):
+    """One read of pump p's pipe, shipped as one event; False when the pipe is closed."""
+    # Busy from before the read: a fence that finds the pipe empty must know the bytes just taken
+    # out of it have not shipped yet.
+    p.busy = True
+    try:
         try:
-            data = _os_read(rfd, 1 << 16)
+            data = _os_read(p.rfd, 1 << 16)
         except InterruptedError:
-            continue
+            return True
         except OSError:
-            return
+            return False
         if not data:
-            return
-        if carry:
-            data = carry + data
-            carry = b""
+            return False
+        if p.carry:
+            data = p.carry + data
+            p.carry = b""
         fences = 0
         if b"\x00" in data:
+            marker = _FENCE
             i = data.find(marker)
             while i >= 0:
                 data = data[:i] + data[i + len(marker):]
@@ -588,9 +583,12 @@ def _pump_loop(p):
                 i = data.find(marker)
             k = _partial_marker_tail(data, marker)
             if k:
-                carry = data[-k:]
+                p.carry = data[-k:]
                 data = data[:-k]
-        text = decoder.decode(data)
+        if p.decoder is None:
+            import codecs
+            p.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        text = p.decoder.decode(data)
         if text:
             _write_event(_text_frame(p.chan, None, text))
         if fences:
@@ -600,18 +598,59 @@ def _pump_loop(p):
                     p.wake.release()
                 except RuntimeError:
                     pass
+    finally:
         p.busy = False
+    return True
 
 
-def _pump_forever(p):
-    """A pump must outlive any error: a dead pump would leave its pipe to fill up."""
+def _pump_forever(pumps):
+    """One thread reads both pipes, so fd-level stdout and stderr keep the order in which they
+    became readable (two readers would race each other to the protocol). Without select.poll
+    (Windows) each pipe gets a thread of its own. A pump must outlive any error: a dead pump would
+    leave its pipe to fill up and the cell writing to it to block."""
     _block_sigint()
-    while True:
+    try:
+        import select
+        poller = select.poll()
+    except (ImportError, AttributeError):
+        if len(pumps) > 1:
+            for p in pumps[1:]:
+                _thread.start_new_thread(_pump_forever, ([p],))
+            pumps = pumps[:1]
+        poller = None
+    by_fd = {}
+    turn = 0
+    for p in pumps:
+        by_fd[p.rfd] = p
+        if poller is not None:
+            poller.register(p.rfd, select.POLLIN)
+    while by_fd:
         try:
-            _pump_loop(p)
-            return  # the pipe closed
+            ready = poller.poll() if poller is not None else [(fd, 1) for fd in by_fd]
+        except InterruptedError:
+            continue
         except Exception:
-            p.busy = False
+            ready = []
+        if len(ready) > 1:
+            # Both pipes filled while the last chunk shipped: which was written first is not
+            # recorded anywhere, so the one read least recently goes first (interleaved writers
+            # alternate; a reader that always took fd 1 first would push stderr behind stdout).
+            ready.sort(key=lambda fdm: by_fd[fdm[0]].turn if fdm[0] in by_fd else 0)
+        for fd, _mask in ready:
+            p = by_fd.get(fd)
+            if p is None:
+                continue
+            turn += 1
+            p.turn = turn
+            try:
+                alive = _pump_read(p)
+            except Exception:
+                p.busy = False
+                alive = True
+            if not alive:
+                del by_fd[fd]
+                if poller is not None:
+                    poller.unregister(fd)
 
 
 def _fence(pumps, r):
@@ -2760,8 +2799,6 @@ def _setup_pumps(pumps):
         import select
         if hasattr(select, "poll"):
             for p in pumps:
-                p.poller = select.poll()
-                p.poller.register(p.rfd, select.POLLIN)
                 p.check = select.poll()
                 p.check.register(p.rfd, select.POLLIN)
     except ImportError:
@@ -2798,8 +2835,7 @@ def _install_namespace():
 
 def _start_threads(pumps):
     global _serving
-    for p in pumps:
-        _thread.start_new_thread(_pump_forever, (p,))
+    _thread.start_new_thread(_pump_forever, (list(pumps),))
     _thread.start_new_thread(_batch_timer, ())
     _serving = True
     _thread.start_new_thread(_reader, ())
