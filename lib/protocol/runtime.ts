@@ -111,10 +111,14 @@ export type InspectInfo = {
   name?: string;
   type: string;
   repr: string;
+  /** The value's __doc__ (the original awrepl's key). */
+  docstring?: string;
+  /** The value's own doc, when it is not just its builtin type's. */
   doc?: string | null;
   len?: number;
   keys?: string[];
   signature?: string;
+  /** Public attribute names (at most 200), for every value. */
   dir?: string[];
   module?: string;
   file?: string;

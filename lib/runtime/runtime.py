@@ -1898,25 +1898,45 @@ def _repr_budget(r):
         _sleep(0.02)
 
 
-def _guarded_repr(r, v, limit=120):
-    """_short_repr inside a request, within REPR_BUDGET_SECONDS (a pure-Python __repr__; C code
-    cannot be broken). An interrupt aimed at the request ends it (the caller's KeyboardInterrupt),
-    while a KeyboardInterrupt the user's __repr__ raises by itself only marks this one value."""
+def _within_budget(r, fn, timed_out, interrupted):
+    """fn() inside a request, within REPR_BUDGET_SECONDS (pure-Python code; C code cannot be
+    broken): `timed_out` when the budget ran out. An interrupt aimed at the request ends it (the
+    caller's KeyboardInterrupt), while a KeyboardInterrupt the user's code raises by itself gives
+    `interrupted` for this one value."""
     global _repr_clock, _repr_budget_for
     if r is not None and _use_signal and _repr_budget_for is not r:
         _repr_budget_for = r
         _thread.start_new_thread(_repr_budget, (r,))
     _repr_clock = (object(), _monotonic())
     try:
-        return _short_repr(v, limit)
+        return fn()
     except _ReprTimedOut:
-        return "<repr timed out after %d ms>" % (REPR_BUDGET_SECONDS * 1000)
+        return timed_out
     except KeyboardInterrupt:
         if r is None or r.kbi:
             raise
-        return "<repr failed: KeyboardInterrupt>"
+        return interrupted
     finally:
         _repr_clock = (None, 0.0)
+
+
+_TIMED_OUT = "<repr timed out after %d ms>" % (REPR_BUDGET_SECONDS * 1000)
+
+
+def _guarded_repr(r, v, limit=120):
+    """_short_repr of v, within the request's per-value budget."""
+    return _within_budget(r, lambda: _short_repr(v, limit), _TIMED_OUT, "<repr failed: KeyboardInterrupt>")
+
+
+def _guarded_fact(r, fn):
+    """A fact about a user object (its len(), __doc__, dir()) within the same budget; None when it
+    fails or runs out of time, so one odd object never fails an inspect."""
+    def attempt():
+        try:
+            return fn()
+        except Exception:
+            return None
+    return _within_budget(r, attempt, None, None)
 
 
 def _type_name(v):
@@ -1930,7 +1950,8 @@ def _type_name(v):
 @_handler("variables")
 def _h_variables(r):
     out = {}
-    for name in _user_names():
+    names = _user_names()
+    for name in names[:VARIABLES_LISTED]:
         v = _ns[name]
         r.in_user = True  # a user __repr__ may run long: interruptible
         try:
@@ -1938,11 +1959,17 @@ def _h_variables(r):
             try:
                 text = _guarded_repr(r, v)
             except _ReprTimedOut:  # landed just as the repr returned
-                text = "<repr timed out after %d ms>" % (REPR_BUDGET_SECONDS * 1000)
+                text = _TIMED_OUT
             out[name] = "%s: %s" % (_type_name(v), text)
         finally:
             r.in_user = False
+    if len(names) > VARIABLES_LISTED:
+        # A key no Python name can be: the listing says how much it left out.
+        out["..."] = "%d more names not listed" % (len(names) - VARIABLES_LISTED)
     return {"variables": out}
+
+
+VARIABLES_LISTED = 1000  # names in one `variables` answer: each is bounded, so the whole is too
 
 
 def _lookup(name):
@@ -1988,25 +2015,29 @@ def _h_inspect(r):
 
 
 def _describe(name, obj):
-    info = {"name": name, "type": _type_name(obj), "repr": _guarded_repr(_active, obj, 2000)}
-    doc = getattr(obj, "__doc__", None)
-    if isinstance(doc, str) and not isinstance(obj, (str, bytes, int, float, list, dict, tuple, set)):
-        info["doc"] = doc.strip()[:2000]
-    try:
-        info["len"] = len(obj)
-    except Exception:
-        pass
+    r = _active
+    info = {"name": name, "type": _type_name(obj), "repr": _guarded_repr(r, obj, 2000)}
+    doc = _guarded_fact(r, lambda: getattr(obj, "__doc__", None))
+    if isinstance(doc, str):
+        doc = doc.strip()[:2000]
+        info["docstring"] = doc  # the original awrepl's key
+        if not isinstance(obj, (str, bytes, int, float, list, dict, tuple, set)):
+            info["doc"] = doc  # the value's own doc, not its builtin type's
+    n = _guarded_fact(r, lambda: len(obj))
+    if isinstance(n, int):
+        info["len"] = n
     if isinstance(obj, dict) or (hasattr(obj, "keys") and hasattr(obj, "__getitem__")
                                  and not isinstance(obj, type)):
-        try:
-            keys = []
+        def keys():
+            out = []
             for k in obj.keys():
-                keys.append(k if isinstance(k, str) else repr(k))
-                if len(keys) >= 100:
+                out.append(k if isinstance(k, str) else _short_repr(k))
+                if len(out) >= 100:
                     break
-            info["keys"] = keys
-        except Exception:
-            pass
+            return out
+        listed = _guarded_fact(r, keys)
+        if isinstance(listed, list):
+            info["keys"] = listed
     sig = _signature_text(obj)
     if sig is not None:
         info["signature"] = sig
@@ -2017,14 +2048,12 @@ def _describe(name, obj):
     if isinstance(f, str):
         info["file"] = f
     for attr in ("shape", "dtype"):
-        try:
-            v = getattr(obj, attr, None)
-        except Exception:
-            v = None
+        v = _guarded_fact(r, lambda: getattr(obj, attr, None))
         if v is not None and not callable(v):
-            info[attr] = str(v)
-    if isinstance(obj, type) or type(obj).__name__ == "module":
-        info["dir"] = [n for n in dir(obj) if not n.startswith("_")][:200]
+            info[attr] = _short_repr(v, 200) if not isinstance(v, str) else v[:200]
+    names = _guarded_fact(r, lambda: [n for n in dir(obj) if not n.startswith("_")][:200])
+    if isinstance(names, list):
+        info["dir"] = names  # public attributes, for every value (the original awrepl's key)
     return info
 
 

@@ -75,4 +75,48 @@ describe("variables and inspect run user __repr__", () => {
     expect(i.done.status).toBe("ok");
     expect((i.done.info as Record<string, string>).repr).toBe("<repr failed: KeyboardInterrupt>");
   });
+
+  test("inspect returns the original awrepl's keys: docstring, and dir for every value (a list too)", async () => {
+    const rt = await Runtime.start();
+    await rt.exec("x = [1, 2, 3]\ndef greet(n):\n    'Say hello.'\n    return n");
+    const x = (await rt.request({ type: "inspect", name: "x" })).done.info as Record<string, unknown>;
+    expect(x.type).toBe("list");
+    expect(x.len).toBe(3);
+    expect(x.dir).toContain("append");
+    expect(typeof x.docstring).toBe("string");
+    expect(x.doc).toBeUndefined(); // a list's own doc is its builtin type's: `doc` stays for values that have one
+    const g = (await rt.request({ type: "inspect", name: "greet" })).done.info as Record<string, unknown>;
+    expect(g.doc).toBe("Say hello.");
+    expect(g.docstring).toBe("Say hello.");
+  });
+
+  test("inspect bounds len() and __doc__ like repr: a slow or failing one is left out, the rest answers", async () => {
+    const rt = await Runtime.start();
+    await rt.exec(
+      "import time\nclass Slow:\n    def __len__(self):\n        time.sleep(5)\n        return 1\n" +
+        "    @property\n    def __doc__(self):\n        time.sleep(5)\n        return 'late'\n" +
+        "    def __repr__(self):\n        return 'Slow()'\n" +
+        "class Bad:\n    def __len__(self):\n        raise RuntimeError('no len')\n" +
+        "s, b = Slow(), Bad()",
+    );
+    const started = Date.now();
+    const s = await rt.request({ type: "inspect", name: "s" }, 8000);
+    expect(Date.now() - started).toBeLessThan(3000);
+    const info = s.done.info as Record<string, unknown>;
+    expect(info.repr).toBe("Slow()");
+    expect(info.len).toBeUndefined();
+    expect(info.docstring).toBeUndefined();
+    const b = (await rt.request({ type: "inspect", name: "b" })).done.info as Record<string, unknown>;
+    expect(b.len).toBeUndefined();
+    expect(b.type).toBe("Bad");
+  });
+
+  test("variables lists at most 1000 names and says how many it left out", async () => {
+    const rt = await Runtime.start();
+    await rt.exec("for i in range(1500):\n    globals()['v%d' % i] = i");
+    const v = await rt.request({ type: "variables" });
+    const vars = v.done.variables as Record<string, string>;
+    expect(Object.keys(vars).length).toBe(1001);
+    expect(vars["..."]).toBe("501 more names not listed");
+  });
 });
