@@ -2,7 +2,8 @@
 // cache, snapshots, history, display files.
 // AWREPL_HOME overrides it; otherwise $XDG_STATE_HOME/awrepl or ~/.local/state/awrepl (LOCALAPPDATA on
 // Windows). It is created 0700 because the socket inside it must not be reachable by other users.
-import { chmodSync, mkdirSync, statSync } from "node:fs";
+import { lstatSync, mkdirSync } from "node:fs";
+import { AwreplError } from "../core/errors.ts";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -12,11 +13,43 @@ export function stateDir(env: NodeJS.ProcessEnv = process.env): string {
   return join(env.XDG_STATE_HOME ?? join(homedir(), ".local", "state"), "awrepl");
 }
 
-/** Creates `dir` (and parents) if needed and makes sure it is private (0700). Returns `dir`. */
+/**
+ * Creates `dir` (and its parents) private (0700) if it does not exist, and returns it. An existing
+ * directory is used only if it already is what awrepl would have made: a real directory (not a
+ * symbolic link), owned by this user, that nobody else can read or write. Anything else (AWREPL_HOME
+ * pointing at /tmp, at a directory of another user's, at a link) is refused with a clear error and
+ * never changed: awrepl does not chmod what it did not create.
+ */
 export function ensurePrivateDir(dir: string): string {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  if (process.platform !== "win32" && (statSync(dir).mode & 0o077) !== 0) chmodSync(dir, 0o700);
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+    return dir;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") {
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      return dir;
+    }
+    if (code !== "EEXIST") throw err;
+  }
+  const problem = privateDirProblem(dir);
+  if (problem) throw new AwreplError("usage", `Directory ${dir} ${problem}`);
   return dir;
+}
+
+/** Why an existing `dir` is not a private directory of this user's, or null when it is. */
+export function privateDirProblem(dir: string): string | null {
+  if (process.platform === "win32") return null;
+  const st = lstatSync(dir);
+  if (st.isSymbolicLink()) return "is a symbolic link: awrepl keeps its socket and snapshots only in a real directory of its own (point AWREPL_HOME at one)";
+  if (!st.isDirectory()) return "is not a directory";
+  const uid = typeof process.getuid === "function" ? process.getuid() : st.uid;
+  if (st.uid !== uid) return `belongs to uid ${st.uid}, not to you (uid ${uid}): awrepl does not use or change it (point AWREPL_HOME at a directory of your own)`;
+  if ((st.mode & 0o077) !== 0) {
+    const mode = (st.mode & 0o7777).toString(8).padStart(4, "0");
+    return `is open to other users (mode ${mode}): awrepl keeps its socket and snapshots there, so it must be private; run \`chmod 700 ${dir}\` or point AWREPL_HOME at a new directory`;
+  }
+  return null;
 }
 
 /** The state directory, created and private. */

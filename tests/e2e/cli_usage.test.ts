@@ -1,6 +1,6 @@
 // Usage errors: exit 2 with exactly one line on stderr, whatever produced them (commander or awrepl).
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, readFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT, run, withHome } from "../harness/mod.ts";
 
@@ -14,6 +14,20 @@ function expectUsageError(r: { code: number | null; stdout: string; stderr: stri
 }
 
 describe("usage errors", () => {
+  test("AWREPL_HOME that awrepl did not make private (/tmp, a 0755 directory) is refused and left unchanged", () =>
+    withHome(async (home) => {
+      for (const args of [["run", "1"], ["-s", "x", "run", "1"]]) {
+        expectUsageError(await run(args, { home: "/tmp" }), "Directory /tmp is open to other users");
+      }
+      expect(statSync("/tmp").mode & 0o7777).toBe(0o1777);
+      const open = join(home, "open");
+      mkdirSync(open);
+      chmodSync(open, 0o755);
+      expectUsageError(await run(["-s", "x", "run", "1"], { home: open }), `chmod 700 ${open}`);
+      expect(statSync(open).mode & 0o777).toBe(0o755);
+    }),
+  30_000);
+
   test("a bad session name, before or after the subcommand", () =>
     withHome(async (home) => {
       expectUsageError(await run(["--session", "no spaces", "run", "1"], { home }), '"no spaces"');

@@ -321,7 +321,7 @@ describe("the socket", () => {
 
   test("a state directory too long for a socket path falls back to a short one", async () => {
     const h = join(home(), "d".repeat(60), "e".repeat(60));
-    mkdirSync(h, { recursive: true }); // the commands run in it
+    mkdirSync(h, { recursive: true, mode: 0o700 }); // the commands run in it
     const r1 = await run(["-s", "a", "run", "y = 7"], { home: h });
     expect(r1.stderr).toBe("");
     expect((await run(["-s", "a", "run", "y"], { home: h })).stdout).toBe("7\n");
