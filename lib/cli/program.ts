@@ -54,8 +54,18 @@ raised, 2 usage error, 124 timeout, 125 awrepl failed, 130 interrupted.
  */
 export async function makeContext(flagSession: () => string | undefined, env: NodeJS.ProcessEnv): Promise<CliContext> {
   const { resolveSettings } = await import("../settings/context.ts");
+  const settings = resolveSettings(env);
+  let told = false;
   return {
-    ...resolveSettings(env),
+    ...settings,
+    config() {
+      const config = settings.config();
+      if (!told) {
+        told = true;
+        for (const notice of config.notices ?? []) void writeStream("stderr", `awrepl: ${notice}\n`);
+      }
+      return config;
+    },
     session() {
       const flag = flagSession();
       if (flag !== undefined) return checkSessionName(flag);
@@ -199,6 +209,8 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
 
   const { registerRemoteCommands } = await import("./session_commands.ts");
   registerRemoteCommands(program, ctx);
+  const { registerTrustCommand } = await import("./trust_command.ts");
+  registerTrustCommand(program, ctx);
   const { registerServeCommand } = await import("./serve/command.ts");
   registerServeCommand(program, ctx, setExit);
 

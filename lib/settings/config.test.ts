@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { builtinConfig, loadConfig } from "./config.ts";
+import { revoke, trust } from "./trust.ts";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -76,5 +77,26 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ cwd, env: { ...env, AWREPL_TIMEOUT_MS: "abc" } })).toThrow(
       'AWREPL_TIMEOUT_MS must be a non-negative number of milliseconds, not "abc"',
     );
+  });
+});
+
+describe("a project file's interpreter needs trust", () => {
+  test("ignored with a notice until `awrepl trust`; an edit needs trusting again; limits need no trust", () => {
+    const { cwd, env } = setup(`{"python": "/usr/bin/python3"}`, `{"python": "./planted.sh", "timeoutMs": 1234}`);
+    const home = env.AWREPL_HOME as string;
+    const untrusted = loadConfig({ cwd, env });
+    expect(untrusted.python).toBe("/usr/bin/python3"); // the user's own file still counts
+    expect(untrusted.timeoutMs).toBe(1234);
+    expect(untrusted.notices?.[0]).toContain(`ignoring "python" in ${join(cwd, "awrepl.jsonc")}: it is not trusted`);
+    trust(home, join(cwd, "awrepl.jsonc"));
+    const trusted = loadConfig({ cwd, env });
+    expect(trusted.python).toBe("./planted.sh");
+    expect(trusted.notices).toBeUndefined();
+    writeFileSync(join(cwd, "awrepl.jsonc"), `{"python": "./other.sh"}`);
+    const changed = loadConfig({ cwd, env });
+    expect(changed.python).toBe("/usr/bin/python3");
+    expect(changed.notices?.[0]).toContain("it changed since you trusted it");
+    expect(revoke(home, join(cwd, "awrepl.jsonc"))).toBe(true);
+    expect(revoke(home, join(cwd, "awrepl.jsonc"))).toBe(false);
   });
 });

@@ -8,6 +8,7 @@ import { parse } from "jsonc-parser/lib/esm/impl/parser.js";
 import { AwreplError } from "../core/errors.ts";
 import { DEFAULTS, limitProblem, NUMBER_KEYS } from "../core/limits.ts";
 import { stateDir } from "./home.ts";
+import { trustState } from "./trust.ts";
 
 export type Config = {
   /** Per-cell timeout in ms; 0 = none. */
@@ -27,6 +28,8 @@ export type Config = {
   /** Snapshot size caps. */
   snapshotMaxBytes: number;
   snapshotMaxVariableBytes: number;
+  /** What loading left out and the user should hear about (an untrusted project interpreter). */
+  notices?: string[];
 };
 
 /** The built-ins (lib/core/limits.ts), as a Config. */
@@ -46,23 +49,41 @@ export type LoadConfigOptions = { cwd?: string; env?: NodeJS.ProcessEnv; /** The
 export function loadConfig(options: LoadConfigOptions = {}): Config {
   const env = options.env ?? process.env;
   const cwd = options.cwd ?? process.cwd();
-  const userFile = join(options.home ?? stateDir(env), "config.jsonc");
+  const home = options.home ?? stateDir(env);
   const projectFile = resolve(cwd, "awrepl.jsonc");
-  return {
+  const project = readConfigText(projectFile);
+  const notices: string[] = [];
+  if (project?.config.python !== undefined) {
+    // A project file may set limits freely, but an interpreter command line only once trusted.
+    const state = trustState(home, projectFile, project.text);
+    if (state !== "trusted") {
+      delete project.config.python;
+      const why = state === "changed" ? "it changed since you trusted it" : "it is not trusted";
+      notices.push(`ignoring "python" in ${projectFile}: ${why}; if you wrote it, run \`awrepl trust\` to allow it`);
+    }
+  }
+  const config: Config = {
     ...builtinConfig,
-    ...readConfigFile(userFile),
-    ...readConfigFile(projectFile),
+    ...readConfigFile(join(home, "config.jsonc")),
+    ...project?.config,
     ...configFromEnv(env),
   };
+  if (notices.length > 0) config.notices = notices;
+  return config;
 }
 
 /** Reads one config file; a missing file is an empty config, a malformed one is a clear error. */
 export function readConfigFile(path: string): Partial<Config> {
+  return readConfigText(path)?.config ?? {};
+}
+
+/** The file's settings and its text (what trust is recorded for); null when there is no file. */
+function readConfigText(path: string): { config: Partial<Config>; text: string } | null {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return {};
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
     throw new AwreplError("usage", `Cannot read config file ${path}: ${(err as Error).message}`);
   }
   const errors: ParseError[] = [];
@@ -74,7 +95,7 @@ export function readConfigFile(path: string): Partial<Config> {
     const found = JSON.stringify(text.slice(first.offset, first.offset + Math.max(1, Math.min(first.length, 20))));
     throw new AwreplError("usage", `Config file ${path} is not valid JSONC: unexpected ${found} at ${where}`);
   }
-  return validateConfig(value, path);
+  return { config: validateConfig(value, path), text };
 }
 
 export function validateConfig(value: unknown, where: string): Partial<Config> {
