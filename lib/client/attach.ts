@@ -92,9 +92,7 @@ export class RemoteSession implements Session {
     try {
       return await request(conn);
     } catch (err) {
-      const code = (err as AwreplError).code;
-      const retry = code === "version_mismatch" || (code === "supervisor_unreachable" && !conn.helloReceived && !conn.unanswered);
-      if (!retry) throw err;
+      if (!conn.neverRan(err)) throw err;
       conn.close();
       this.conn = (await connectSupervisor(this.paths, { autostart: true, env: this.env })) as SupervisorConnection;
       return request(this.conn);
@@ -110,22 +108,22 @@ export class RemoteSession implements Session {
     const { onOutput, onDisplay, onRawOutput, signal } = options;
     signal?.throwIfAborted?.();
     const onStream = (reply: StreamReply) => {
-      if (reply.type === "display") onDisplay?.(reply.item);
-      else if (onRawOutput) onRawOutput(reply.type, new RawText(Buffer.from(JSON.stringify(reply.text).slice(1, -1)), Buffer.byteLength(reply.text)));
-      else onOutput?.(reply.type, reply.text);
+      if (reply.event === "display") onDisplay?.(reply.item);
+      else if (onRawOutput) onRawOutput(reply.event, new RawText(Buffer.from(JSON.stringify(reply.text).slice(1, -1)), Buffer.byteLength(reply.text)));
+      else onOutput?.(reply.event, reply.text);
     };
     // Output read raw goes straight to onRawOutput, or is decoded for onOutput.
     const onRaw = onRawOutput ?? (onOutput ? (stream: "stdout" | "stderr", raw: RawText) => onOutput(stream, raw.text()) : undefined);
     return this.send(async (conn) => {
       const call = conn.execute(
         {
-          op: "execute",
+          type: "execute",
           session: this.id,
           code,
-          timeoutMs: options.timeoutMs,
-          maxOutputBytes: options.maxOutputBytes,
+          timeout_ms: options.timeoutMs,
+          max_output_bytes: options.maxOutputBytes,
           stream: Boolean(onOutput || onDisplay || onRawOutput),
-          liveLimit: options.liveLimit,
+          live_limit: options.liveLimit,
           spec: this.spec,
           known: this.used,
           filename: options.filename,
@@ -133,7 +131,7 @@ export class RemoteSession implements Session {
         onStream,
         onRaw,
       );
-      const onAbort = () => conn.notify({ op: "cancel", target: call.id });
+      const onAbort = () => conn.notify({ type: "cancel", target: call.id });
       signal?.addEventListener("abort", onAbort, { once: true });
       try {
         const result = await call;
@@ -146,35 +144,35 @@ export class RemoteSession implements Session {
   }
 
   variables(): Promise<Record<string, string>> {
-    return this.send((c) => c.call({ op: "variables", session: this.id, spec: this.spec }));
+    return this.send((c) => c.call({ type: "variables", session: this.id, spec: this.spec }));
   }
 
   inspect(name: string): Promise<InspectInfo> {
-    return this.send((c) => c.call({ op: "inspect", session: this.id, name, spec: this.spec }));
+    return this.send((c) => c.call({ type: "inspect", session: this.id, name, spec: this.spec }));
   }
 
   async reset(): Promise<void> {
-    await this.send((c) => c.call({ op: "reset", session: this.id, spec: this.spec }));
+    await this.send((c) => c.call({ type: "reset", session: this.id, spec: this.spec }));
   }
 
   async interrupt(): Promise<void> {
-    await this.send((c) => c.call({ op: "interrupt", session: this.id }));
+    await this.send((c) => c.call({ type: "interrupt", session: this.id }));
   }
 
   complete(code: string, cursor?: number): Promise<string[]> {
-    return this.send((c) => c.call({ op: "complete", session: this.id, code, cursor, spec: this.spec }));
+    return this.send((c) => c.call({ type: "complete", session: this.id, code, cursor, spec: this.spec }));
   }
 
   isComplete(code: string): Promise<{ status: CompletenessStatus; indent: string }> {
-    return this.send((c) => c.call({ op: "is_complete", session: this.id, code, spec: this.spec }));
+    return this.send((c) => c.call({ type: "is_complete", session: this.id, code, spec: this.spec }));
   }
 
   snapshot(path?: string): Promise<SnapshotReport> {
-    return this.send((c) => c.call({ op: "snapshot", session: this.id, path, spec: this.spec }));
+    return this.send((c) => c.call({ type: "snapshot", session: this.id, path, spec: this.spec }));
   }
 
   restore(path?: string): Promise<RestoreReport> {
-    return this.send((c) => c.call({ op: "restore", session: this.id, path, spec: this.spec }));
+    return this.send((c) => c.call({ type: "restore", session: this.id, path, spec: this.spec }));
   }
 
   /** Detaches: the session stays in the supervisor. */
@@ -189,7 +187,7 @@ export class RemoteSession implements Session {
 
 /** The sessions the supervisor holds; empty when no supervisor runs (none is started). */
 export async function listSessions(options: ClientOptions = {}): Promise<SessionInfo[]> {
-  return (await withSupervisor(options, (c) => c.call({ op: "list" }))) ?? [];
+  return (await withSupervisor(options, (c) => c.call({ type: "list" }))) ?? [];
 }
 
 export type CloseOptions = ClientOptions & {
@@ -204,7 +202,7 @@ export type CloseOptions = ClientOptions & {
 export async function closeSession(name: string, options: CloseOptions = {}): Promise<boolean> {
   checkSessionName(name);
   const keep = options.keep === true;
-  const r = await withSupervisor(options, (c) => c.call({ op: "close", session: name, keep }));
+  const r = await withSupervisor(options, (c) => c.call({ type: "close", session: name, keep }));
   if (r) return r.closed || r.forgot;
   // No supervisor: the snapshot on disk is all there is of the session.
   const { forgetSnapshot } = await import("../session/snapshot_files.ts");
@@ -214,7 +212,7 @@ export async function closeSession(name: string, options: CloseOptions = {}): Pr
 /** Ends every session and forgets every snapshot (unless `keep`); resolves the names closed or forgotten. */
 export async function closeAllSessions(options: CloseOptions = {}): Promise<string[]> {
   const keep = options.keep === true;
-  const r = await withSupervisor(options, (c) => c.call({ op: "close_all", keep }));
+  const r = await withSupervisor(options, (c) => c.call({ type: "close_all", keep }));
   if (r) return [...new Set([...r.closed, ...r.forgot])].sort();
   if (keep) return [];
   const { forgetSnapshot, savedSessionNames } = await import("../session/snapshot_files.ts");
@@ -225,13 +223,13 @@ export async function closeAllSessions(options: CloseOptions = {}): Promise<stri
 /** Interrupts a session's running cell from any process. Resolves false when nothing ran. */
 export async function interruptSession(name: string, options: ClientOptions = {}): Promise<boolean> {
   checkSessionName(name);
-  const r = await withSupervisor(options, (c) => c.call({ op: "interrupt", session: name }));
+  const r = await withSupervisor(options, (c) => c.call({ type: "interrupt", session: name }));
   return r?.interrupted ?? false;
 }
 
 /** The running supervisor's status, or null when none runs. */
 export async function daemonStatus(options: ClientOptions = {}): Promise<DaemonStatus | null> {
-  return withSupervisor(options, (c) => c.call({ op: "status" }));
+  return withSupervisor(options, (c) => c.call({ type: "status" }));
 }
 
 /** Stops the supervisor (every session ends with it) and waits until it is gone. False if none ran. */
@@ -244,7 +242,7 @@ export async function stopDaemon(options: ClientOptions = {}): Promise<boolean> 
     pid = (await conn.hello).pid;
   } catch (err) {
     conn.close();
-    if (!conn.unanswered) return false; // closed before answering: it was exiting anyway
+    if (!conn.wedged) return false; // closed before answering: it was exiting anyway
     throw err;
   }
   await stopAndWait(conn, pid);
@@ -280,13 +278,13 @@ function sessionSpec(options: AttachOptions, env: NodeJS.ProcessEnv): SessionSpe
   const cwd = options.cwd ?? process.cwd();
   return {
     python: options.python ?? options.defaultPython ?? env.AWREPL_PYTHON ?? localPython(cwd, env),
-    pythonGiven: options.python !== undefined || undefined,
+    python_given: options.python !== undefined || undefined,
     cwd,
     // The whole environment, as an ephemeral run gets it: the supervisor's is whoever started it.
     env: { ...callerEnv(env), ...options.env },
-    timeoutMs: options.timeoutMs,
-    maxOutputBytes: options.maxOutputBytes,
-    graceMs: options.graceMs,
+    timeout_ms: options.timeoutMs,
+    max_output_bytes: options.maxOutputBytes,
+    grace_ms: options.graceMs,
     autosave: options.autosave,
     existing: options.existing || undefined,
   };

@@ -1,5 +1,6 @@
-// One connection from a client to the supervisor: hello, then requests multiplexed by id. Finding
-// or starting the supervisor lives in lib/client_start.ts; the session-shaped API in lib/client.ts.
+// One connection from a client to the supervisor: hello, then requests multiplexed by id over one
+// pending map; when the connection goes, every pending request fails with one error saying why.
+// Finding or starting the supervisor lives in start.ts; the session-shaped API in attach.ts.
 import { AwreplError, isErrorCode } from "../core/errors.ts";
 import type { ClientRequest, HelloReply, OkValue, RequestId, StreamReply, SupervisorReply } from "../protocol/supervisor.ts";
 import type { ExecResult } from "../protocol/result.ts";
@@ -11,11 +12,18 @@ import { connectLines, type LineConnection } from "../wire/socket.ts";
 /** How long a client waits for the supervisor's hello. */
 const HELLO_TIMEOUT_MS = 15_000;
 
+/**
+ * `greeting`: hello written and not answered yet (requests may already be written behind it);
+ * `ready`: the supervisor is of our version; `mismatch`: of another version, which runs nothing of
+ * ours, so only `stop` is sent and every other request fails with version_mismatch; `closed`.
+ */
+export type ConnectionState = "greeting" | "ready" | "mismatch" | "closed";
+
 type Pending = {
   resolve(value: unknown): void;
   reject(error: Error): void;
   onStream?: (reply: StreamReply) => void;
-  /** Live output undecoded (lib/raw_text.ts); without it, onStream gets the decoded text. */
+  /** Live output undecoded (lib/wire/raw_text.ts); without it, onStream gets the decoded text. */
   onRawOutput?: (stream: "stdout" | "stderr", raw: RawText) => void;
 };
 
@@ -23,21 +31,23 @@ type Pending = {
 type Outgoing<R extends ClientRequest = ClientRequest> = R extends unknown ? Omit<R, "id"> : never;
 
 export class SupervisorConnection {
-  private nextId = 1;
-  private readonly pending = new Map<RequestId, Pending>();
-  private line: LineConnection | null = null;
-  private closedError: Error | null = null;
-  private helloWaiter: { resolve(h: HelloReply): void; reject(e: Error): void } | null = null;
-  /** True when the supervisor accepted the connection but did not answer hello in time. */
-  unanswered = false;
-  /** True once the supervisor answered hello (before that, a closed connection ran nothing). */
-  helloReceived = false;
+  #state: ConnectionState = "greeting";
+  /** The state the connection was in when it closed. */
+  #closedWhile: ConnectionState | null = null;
+  #closedError: AwreplError | null = null;
+  #nextId = 1;
+  readonly #pending = new Map<RequestId, Pending>();
+  #line: LineConnection | null = null;
+  #helloWaiter: { resolve(h: HelloReply): void; reject(e: Error): void } | null = null;
+  /** What every request but stop fails with once the hello said the versions differ. */
+  #mismatch: AwreplError | null = null;
+  #wedged = false;
   /** The supervisor's hello; rejects if the connection closes first. */
   readonly hello: Promise<HelloReply>;
 
-  private constructor(readonly paths: HomeLayout) {
+  private constructor(readonly layout: HomeLayout) {
     this.hello = new Promise((resolve, reject) => {
-      this.helloWaiter = { resolve, reject };
+      this.#helloWaiter = { resolve, reject };
     });
     this.hello.catch(() => {});
   }
@@ -46,26 +56,26 @@ export class SupervisorConnection {
    * Connects and sends hello. Resolves null when nobody listens (no socket, or a stale one);
    * other failures (permissions, ...) are errors.
    */
-  static async connect(paths: HomeLayout): Promise<SupervisorConnection | null> {
-    const conn = new SupervisorConnection(paths);
+  static async connect(layout: HomeLayout): Promise<SupervisorConnection | null> {
+    const conn = new SupervisorConnection(layout);
     try {
-      conn.line = await connectLines(paths.socket, {
-        onLine: (text) => conn.onLine(text),
-        onLineBytes: (bytes) => conn.onLineBytes(bytes),
-        onClose: (error) => conn.onClose(error),
+      conn.#line = await connectLines(layout.socket, {
+        onLine: (text) => conn.#onLine(text),
+        onLineBytes: (bytes) => conn.#onLineBytes(bytes),
+        onClose: (error) => conn.#onClose(error),
       });
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === "ENOENT" || code === "ECONNREFUSED" || code === "ECONNRESET") return null;
-      throw new AwreplError("supervisor_unreachable", `Cannot connect to the supervisor at ${paths.socket}: ${(err as Error).message}`);
+      throw new AwreplError("supervisor_unreachable", `Cannot connect to the supervisor at ${layout.socket}: ${(err as Error).message}`);
     }
-    conn.line.write(JSON.stringify({ op: "hello", protocol: SUPERVISOR_PROTOCOL, version: AWREPL_VERSION, build: buildId() }));
+    // `op` too: a supervisor of protocol 1 reads that (the compatibility rule of docs/supervisor-protocol.md).
+    conn.#line.write(JSON.stringify({ type: "hello", op: "hello", protocol: SUPERVISOR_PROTOCOL, version: AWREPL_VERSION, build: buildId() }));
     // A supervisor that accepts but never answers (stopped, wedged) must not hang every client.
     const timer = setTimeout(() => {
-      if (!conn.helloReceived) {
-        conn.unanswered = true;
-        conn.fail(new AwreplError("supervisor_unreachable", `The supervisor did not answer within ${HELLO_TIMEOUT_MS / 1000} s; see its log: ${paths.log}`));
-      }
+      if (conn.#state !== "greeting") return;
+      conn.#wedged = true;
+      conn.#fail(new AwreplError("supervisor_unreachable", `The supervisor did not answer within ${HELLO_TIMEOUT_MS / 1000} s; see its log: ${layout.log}`));
     }, HELLO_TIMEOUT_MS);
     timer.unref?.();
     void conn.hello.then(
@@ -75,109 +85,148 @@ export class SupervisorConnection {
     return conn;
   }
 
+  get state(): ConnectionState {
+    return this.#state;
+  }
+
   get closed(): boolean {
-    return this.closedError !== null;
+    return this.#state === "closed";
+  }
+
+  /** The supervisor accepted the connection but did not answer hello in time (stopped, wedged). */
+  get wedged(): boolean {
+    return this.#wedged;
+  }
+
+  /**
+   * True when a request that failed with `error` on this connection cannot have run: the supervisor
+   * is of another version, or it closed the connection before answering hello (it was exiting). Not
+   * a hello that timed out: a wedged supervisor would not answer a second time either.
+   */
+  neverRan(error: unknown): boolean {
+    const code = error instanceof AwreplError ? error.code : undefined;
+    if (code === "version_mismatch") return true;
+    return code === "supervisor_unreachable" && this.#closedWhile === "greeting" && !this.#wedged;
   }
 
   /** Sends a request whose answer is an `ok` reply. */
-  call<K extends keyof OkValue>(request: Outgoing & { op: K }): Promise<OkValue[K]> {
-    return this.send(request) as Promise<OkValue[K]>;
+  call<K extends keyof OkValue>(request: Outgoing & { type: K }): Promise<OkValue[K]> {
+    return this.#send(request) as Promise<OkValue[K]>;
   }
 
   /** Sends an execute request; stream replies go to `onStream` until the result arrives. */
   execute(
-    request: Outgoing & { op: "execute" },
+    request: Outgoing & { type: "execute" },
     onStream?: (reply: StreamReply) => void,
     onRawOutput?: Pending["onRawOutput"],
   ): Promise<ExecResult> & { id: RequestId } {
-    const id = this.nextId;
-    const promise = this.send(request, onStream, onRawOutput) as Promise<ExecResult>;
+    const id = this.#nextId;
+    const promise = this.#send(request, onStream, onRawOutput) as Promise<ExecResult>;
     return Object.assign(promise, { id });
   }
 
-  /** Fire-and-forget: no reply is awaited (used for cancel on abort). */
+  /** Fire-and-forget: no reply is awaited (cancel on abort, stop). */
   notify(request: Outgoing): void {
-    this.send(request).catch(() => {});
-  }
-
-  private send(request: Outgoing, onStream?: (reply: StreamReply) => void, onRawOutput?: Pending["onRawOutput"]): Promise<unknown> {
-    if (this.closedError) return Promise.reject(this.closedError);
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject, onStream, onRawOutput });
-      this.line?.write(JSON.stringify({ ...request, id }));
-    });
+    this.#send(request).catch(() => {});
   }
 
   close(): void {
-    this.line?.close();
+    this.#line?.close();
+  }
+
+  #send(request: Outgoing, onStream?: (reply: StreamReply) => void, onRawOutput?: Pending["onRawOutput"]): Promise<unknown> {
+    if (this.#closedError) return Promise.reject(this.#closedError);
+    if (this.#mismatch && request.type !== "stop") return Promise.reject(this.#mismatch);
+    const id = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject, onStream, onRawOutput });
+      this.#line?.write(JSON.stringify({ ...request, id }));
+    });
   }
 
   /** A live-output line, read without decoding its text (a cell printing 100 MB sends 11,000). */
-  private onLineBytes(bytes: Uint8Array): boolean {
+  #onLineBytes(bytes: Uint8Array): boolean {
     const frame = readReplyFrame(bytes);
     if (!frame) return false;
-    const pending = this.pending.get(frame.id);
+    const pending = this.#pending.get(frame.id);
     if (!pending) return true; // a reply for a request we gave up on
     if (pending.onRawOutput) pending.onRawOutput(frame.stream, frame.raw);
-    else pending.onStream?.({ type: frame.stream, id: frame.id, text: frame.raw.text() });
+    else pending.onStream?.({ event: frame.stream, id: frame.id, text: frame.raw.text() });
     return true;
   }
 
-  private onLine(text: string): void {
+  #onLine(text: string): void {
     let reply: SupervisorReply;
     try {
       reply = JSON.parse(text) as SupervisorReply;
     } catch {
-      this.fail(new AwreplError("protocol", `The supervisor sent a line that is not JSON: ${text.slice(0, 80)}`));
+      this.#fail(new AwreplError("protocol", `The supervisor sent a line that is not JSON: ${text.slice(0, 80)}`));
       return;
     }
-    if (reply.type === "hello") {
-      this.helloReceived = true;
-      this.helloWaiter?.resolve(reply);
-      this.helloWaiter = null;
+    // A supervisor of protocol 1 spells the hello reply's event `type`.
+    if (reply.event === "hello" || (reply as { type?: unknown }).type === "hello") {
+      this.#onHello(reply as HelloReply);
       return;
     }
-    const pending = reply.id === null ? undefined : this.pending.get(reply.id);
+    const pending = reply.id === null ? undefined : this.#pending.get(reply.id);
     if (!pending) return; // a reply for a request we gave up on
-    switch (reply.type) {
+    switch (reply.event) {
       case "stdout":
       case "stderr":
       case "display":
         pending.onStream?.(reply);
         return;
       case "result":
-        this.pending.delete(reply.id);
+        this.#pending.delete(reply.id);
         pending.resolve(reply.result);
         return;
       case "ok":
-        this.pending.delete(reply.id as RequestId);
+        this.#pending.delete(reply.id as RequestId);
         pending.resolve(reply.value);
         return;
       case "error":
-        this.pending.delete(reply.id as RequestId);
+        this.#pending.delete(reply.id as RequestId);
         pending.reject(new AwreplError(isErrorCode(reply.code) ? reply.code : "internal", reply.message));
         return;
     }
   }
 
-  private onClose(error?: Error): void {
-    const why = error ? `: ${error.message}` : "";
-    this.fail(
-      new AwreplError(
-        "supervisor_unreachable",
-        `The supervisor closed the connection${why} (its log: ${this.paths.log})`,
-      ),
-    );
+  #onHello(hello: HelloReply): void {
+    if (this.#state !== "greeting") return;
+    if (hello.ok) this.#state = "ready";
+    else {
+      // Whatever another version answers to the requests already written, none of them ran: fail
+      // them here, in words this version knows.
+      this.#state = "mismatch";
+      this.#mismatch = new AwreplError(
+        "version_mismatch",
+        `The supervisor is awrepl ${hello.version} (protocol ${hello.protocol}); this is awrepl ${AWREPL_VERSION} (protocol ${SUPERVISOR_PROTOCOL})`,
+      );
+      this.#rejectPending(this.#mismatch);
+    }
+    this.#helloWaiter?.resolve(hello);
+    this.#helloWaiter = null;
   }
 
-  fail(error: Error): void {
-    if (this.closedError) return;
-    this.closedError = error;
-    this.helloWaiter?.reject(error);
-    this.helloWaiter = null;
-    for (const p of this.pending.values()) p.reject(error);
-    this.pending.clear();
-    this.line?.close();
+  #onClose(error?: Error): void {
+    const why = error ? `: ${error.message}` : "";
+    this.#fail(new AwreplError("supervisor_unreachable", `The supervisor closed the connection${why} (its log: ${this.layout.log})`));
+  }
+
+  /** Ends the connection: the hello (if unanswered) and every pending request fail with `error`. */
+  #fail(error: AwreplError): void {
+    if (this.#closedError) return;
+    this.#closedError = error;
+    this.#closedWhile = this.#state;
+    this.#state = "closed";
+    this.#helloWaiter?.reject(error);
+    this.#helloWaiter = null;
+    this.#rejectPending(error);
+    this.#line?.close();
+  }
+
+  #rejectPending(error: Error): void {
+    for (const p of this.#pending.values()) p.reject(error);
+    this.#pending.clear();
   }
 }

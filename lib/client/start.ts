@@ -49,7 +49,7 @@ export async function connectSupervisor(paths: HomeLayout, options: ConnectOptio
       hello = await conn.hello;
     } catch (err) {
       conn.close();
-      if (conn.unanswered) throw err; // wedged: waiting again would not help
+      if (conn.wedged) throw err; // wedged: waiting again would not help
       // Accepted and then closed: it was exiting (idle exit, stop). Try again from the start.
       lastError = err as Error;
       continue;
@@ -68,7 +68,8 @@ export { processAlive };
 
 /** Asks a supervisor to stop and waits until its process is gone. */
 export async function stopAndWait(conn: SupervisorConnection, pid: number): Promise<void> {
-  conn.notify({ op: "stop" });
+  // `op` too: a supervisor of protocol 1 reads that (docs/supervisor-protocol.md, "Versions").
+  conn.notify({ type: "stop", op: "stop" });
   const deadline = Date.now() + START_TIMEOUT_MS;
   while (Date.now() < deadline && processAlive(pid)) await sleep(10);
   conn.close();

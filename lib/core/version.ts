@@ -4,8 +4,8 @@ import { statSync } from "node:fs";
 import { basename } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 
-/** Bumped whenever a client <-> supervisor message changes shape; `hello` and `stop` never change. */
-export const SUPERVISOR_PROTOCOL = 1;
+/** Bumped whenever a client <-> supervisor message changes shape (docs/supervisor-protocol.md, "Versions"). */
+export const SUPERVISOR_PROTOCOL = 2;
 export const AWREPL_VERSION: string = pkg.version;
 
 /** True when running as the compiled awrepl executable (not `bun main.ts`, not a library under Node). */

@@ -1,31 +1,36 @@
-// The client <-> supervisor protocol, declarations only (owned by lib/supervisor/ and lib/client/;
-// documented in docs/supervisor-protocol.md). Newline-delimited JSON over the supervisor's socket, UTF-8.
+// The client <-> supervisor protocol, declarations only (served by lib/supervisor/, spoken by
+// lib/client/; documented in docs/supervisor-protocol.md). Newline-delimited JSON over the
+// supervisor's socket, UTF-8, in the runtime protocol's convention: a request is
+// `{"type": NAME, "id": ID, ...}`, a reply `{"event": NAME, "id": ID, ...}`, every field snake_case.
+// The first line a client sends is `hello`; every other request carries a client-chosen `id` (unique
+// on its connection) that every reply to it repeats. Replies to different requests interleave; the
+// replies to one request arrive in order and end with `result`, `ok` or `error`.
+//
+// Compatibility across versions: `hello`, its reply and `stop` also carry protocol 1's spelling (`op`
+// for requests, `type` for replies), and so does every reply on a connection whose hello did not match,
+// so that any two versions can tell they differ and the newer client can stop the older supervisor
+// (or the other way round).
 import type { InspectInfo, NameFailure } from "./runtime.ts";
 import type { DisplayItem, ExecResult, RestoreReport } from "./result.ts";
 
-// =============================================================================================
-// Client <-> supervisor protocol (owned by lib/supervisor.ts / lib/client.ts; documented in
-// docs/supervisor-protocol.md). Newline-delimited JSON over the supervisor's socket, UTF-8.
-// The first line a client sends is `hello`; every other request carries a client-chosen `id`
-// (unique on its connection) that every reply to it repeats. Replies to different requests
-// interleave; the replies to one request arrive in order and end with `result`, `ok` or `error`.
-// =============================================================================================
-
-/** How a session is created when a request names one that does not exist yet. */
+/**
+ * How a session is created when a request names one that does not exist yet. Also what the supervisor
+ * saves beside a session's snapshot (lib/session/snapshot_files.ts writeSessionSpec).
+ */
 export type SessionSpec = {
   python?: string;
   cwd?: string;
   env?: Record<string, string>;
-  timeoutMs?: number;
-  maxOutputBytes?: number;
-  graceMs?: number;
+  timeout_ms?: number;
+  max_output_bytes?: number;
+  grace_ms?: number;
   /** Snapshot after every cell that changed the namespace (default: the supervisor's config). */
   autosave?: boolean;
   /**
    * `python` was chosen explicitly (--python, attach's `python`), not a default: it beats the
    * interpreter saved with the session when the session is re-created from its snapshot.
    */
-  pythonGiven?: boolean;
+  python_given?: boolean;
   /**
    * Use the session only if it runs or has a snapshot to restore: a missing one with nothing saved
    * is `session_not_found`, not created empty (read-only commands: a typo must not look like lost state).
@@ -35,24 +40,29 @@ export type SessionSpec = {
 
 export type RequestId = number | string;
 
-/** `build` tells two builds of one version apart (see supervisor_paths.ts buildId); optional. */
-export type HelloRequest = { op: "hello"; protocol: number; version: string; build?: string };
+/**
+ * `build` tells two builds of one version apart (lib/core/version.ts buildId); optional. `op` is
+ * protocol 1's spelling of `type`, which hello keeps so that every version reads it.
+ */
+export type HelloRequest = { type: "hello"; op: "hello"; protocol: number; version: string; build?: string };
+/** Ends every session and the supervisor. Accepted whatever the hello said (version upgrades); `op` as in hello. */
+export type StopRequest = { type: "stop"; op: "stop"; id?: RequestId };
 /** Creates the session if it does not exist (with `spec`), otherwise just checks it. */
-export type OpenRequest = { op: "open"; id: RequestId; session: string; spec?: SessionSpec };
+export type OpenRequest = { type: "open"; id: RequestId; session: string; spec?: SessionSpec };
 export type ExecuteCallRequest = {
-  op: "execute";
+  type: "execute";
   id: RequestId;
   session: string;
   code: string;
-  timeoutMs?: number;
-  maxOutputBytes?: number;
+  timeout_ms?: number;
+  max_output_bytes?: number;
   /** Send live `stdout`/`stderr`/`display` replies as the cell produces them. */
   stream?: boolean;
   /**
    * Bytes (UTF-8 of the text) of live stdout/stderr the client will show: the supervisor stops
    * forwarding them for this call once that many went out (the result still has head and tail).
    */
-  liveLimit?: number;
+  live_limit?: number;
   spec?: SessionSpec;
   /** The client used this session before: if it has to be created now, the result says the state is gone. */
   known?: boolean;
@@ -60,28 +70,28 @@ export type ExecuteCallRequest = {
   filename?: string;
 };
 export type SessionCallRequest =
-  | { op: "variables"; id: RequestId; session: string; spec?: SessionSpec }
-  | { op: "inspect"; id: RequestId; session: string; name: string; spec?: SessionSpec }
-  | { op: "reset"; id: RequestId; session: string; spec?: SessionSpec }
-  | { op: "complete"; id: RequestId; session: string; code: string; cursor?: number; spec?: SessionSpec }
-  | { op: "is_complete"; id: RequestId; session: string; code: string; spec?: SessionSpec }
-  | { op: "snapshot"; id: RequestId; session: string; path?: string; spec?: SessionSpec }
-  | { op: "restore"; id: RequestId; session: string; path?: string; spec?: SessionSpec };
+  | { type: "variables"; id: RequestId; session: string; spec?: SessionSpec }
+  | { type: "inspect"; id: RequestId; session: string; name: string; spec?: SessionSpec }
+  | { type: "reset"; id: RequestId; session: string; spec?: SessionSpec }
+  | { type: "complete"; id: RequestId; session: string; code: string; cursor?: number; spec?: SessionSpec }
+  | { type: "is_complete"; id: RequestId; session: string; code: string; spec?: SessionSpec }
+  | { type: "snapshot"; id: RequestId; session: string; path?: string; spec?: SessionSpec }
+  | { type: "restore"; id: RequestId; session: string; path?: string; spec?: SessionSpec };
 export type ControlRequest =
   /** Interrupts the session's running cell, whoever sent it. Never queued. */
-  | { op: "interrupt"; id: RequestId; session: string }
+  | { type: "interrupt"; id: RequestId; session: string }
   /** Withdraws one of this connection's own requests: dropped if queued, interrupted if running. */
-  | { op: "cancel"; id: RequestId; target: RequestId }
+  | { type: "cancel"; id: RequestId; target: RequestId }
   /** Ends the session and forgets its snapshot, unless `keep`; also forgets the snapshot of a session that is not running. */
-  | { op: "close"; id: RequestId; session: string; keep?: boolean }
-  | { op: "close_all"; id: RequestId; keep?: boolean }
-  | { op: "list"; id: RequestId }
-  | { op: "status"; id: RequestId }
-  /** Ends every session and the supervisor. Accepted whatever the hello said (version upgrades). */
-  | { op: "stop"; id?: RequestId };
+  | { type: "close"; id: RequestId; session: string; keep?: boolean }
+  | { type: "close_all"; id: RequestId; keep?: boolean }
+  | { type: "list"; id: RequestId }
+  | { type: "status"; id: RequestId };
 
-export type ClientRequest = HelloRequest | OpenRequest | ExecuteCallRequest | SessionCallRequest | ControlRequest;
-export type ClientOp = ClientRequest["op"];
+export type ClientRequest = HelloRequest | StopRequest | OpenRequest | ExecuteCallRequest | SessionCallRequest | ControlRequest;
+export type RequestType = ClientRequest["type"];
+/** The request of one type. */
+export type RequestOf<T extends RequestType> = Extract<ClientRequest, { type: T }>;
 
 /** One row of `sessions`: wire names, as `sessions --json` prints them. */
 export type SessionInfo = {
@@ -115,7 +125,7 @@ export type DaemonStatus = {
   rss_bytes: number | null;
 };
 
-/** The `value` of an `ok` reply, per request op. */
+/** The `value` of an `ok` reply, per request type. */
 export type OkValue = {
   open: { created: boolean; pid: number | null };
   variables: Record<string, string>;
@@ -136,13 +146,15 @@ export type OkValue = {
   stop: null;
 };
 
-export type HelloReply = { type: "hello"; ok: boolean; protocol: number; version: string; build?: string; pid: number };
-export type StreamReply =
-  | { type: "stdout" | "stderr"; id: RequestId; text: string }
-  | { type: "display"; id: RequestId; item: DisplayItem };
-export type ResultReply = { type: "result"; id: RequestId; result: ExecResult };
-export type OkReply = { type: "ok"; id: RequestId | null; value: unknown };
-/** `code` is one of lib/errors.ts's ErrorCode values; `id` is null when the line could not be read. */
-export type ErrorReply = { type: "error"; id: RequestId | null; code: string; message: string };
+/** `type` is protocol 1's spelling of `event`, which the hello reply keeps so that every version reads it. */
+export type HelloReply = { event: "hello"; type: "hello"; ok: boolean; protocol: number; version: string; build?: string; pid: number };
+/** Live output: the same frame the runtime writes (lib/wire/output_frames.ts reads and writes both). */
+export type OutputReply = { event: "stdout" | "stderr"; id: RequestId; text: string };
+export type StreamReply = OutputReply | { event: "display"; id: RequestId; item: DisplayItem };
+export type ResultReply = { event: "result"; id: RequestId; result: ExecResult };
+export type OkReply = { event: "ok"; id: RequestId | null; value: unknown };
+/** `code` is one of lib/core/errors.ts's ErrorCode values; `id` is null when the line could not be read. */
+export type ErrorReply = { event: "error"; id: RequestId | null; code: string; message: string };
 
 export type SupervisorReply = HelloReply | StreamReply | ResultReply | OkReply | ErrorReply;
+export type ReplyEvent = SupervisorReply["event"];

@@ -1,17 +1,102 @@
-// Reading one request line from a client: JSON, an object, a known op, fields of the right types.
-// Anything else is an AwreplError whose message names the offending field; the supervisor replies
-// with it and keeps serving. The request's id is recovered when it can be, so the error reaches
-// the caller's pending request.
+// Reading one request line from a client, in two steps, because a connection whose hello did not
+// match answers everything but hello and stop with version_mismatch, whatever else is wrong with it:
+// readRequestLine finds the envelope (a JSON object, its type, its id), checkRequest the fields.
+// Anything wrong is an AwreplError whose message names the offending field; the supervisor replies with
+// it and keeps serving. The request's id is recovered when it can be, so the error reaches the caller's
+// pending request.
+//
+// The requests are declared once, as a union (lib/protocol/supervisor.ts); REQUESTS below is typed
+// against it, so a request added there and not here (or the other way round), or one whose `session`
+// or `id` flag disagrees with its declaration, fails to compile.
 import { AwreplError } from "../core/errors.ts";
 import { checkSessionName } from "../core/names.ts";
-import type { ClientRequest, RequestId, SessionSpec } from "../protocol/supervisor.ts";
+import type { ClientRequest, RequestId, RequestOf, RequestType, SessionSpec } from "../protocol/supervisor.ts";
 
-export type ParsedLine = { request: ClientRequest } | { error: AwreplError; id: RequestId | null };
+export type RequestLine = {
+  /** `type`, or for hello and stop also protocol 1's `op`; null when neither names one. */
+  type: string | null;
+  id: RequestId | null;
+  fields: Record<string, unknown>;
+};
+/** A line that is not a request at all: `id` is null unless the line was an object with one. */
+export type RejectedLine = { error: AwreplError; id: RequestId | null };
 
-const SESSION_OPS = new Set(["open", "execute", "variables", "inspect", "reset", "complete", "is_complete", "snapshot", "restore", "interrupt", "close"]);
-const KNOWN_OPS = new Set([...SESSION_OPS, "hello", "cancel", "close_all", "list", "status", "stop"]);
+type Rule<T extends RequestType> = {
+  /** It names a session (checked), and may carry the spec to create that session with. */
+  session: RequestOf<T> extends { session: string } ? true : false;
+  /** It needs an id, which every reply to it repeats. */
+  id: RequestOf<T> extends { id: RequestId } ? true : false;
+  /** Its own fields. */
+  check?: (fields: Record<string, unknown>) => void;
+};
 
-export function parseRequestLine(line: string): ParsedLine {
+/** Longest `filename` of an execute (a path; PATH_MAX on Linux). */
+const MAX_FILENAME = 4096;
+/** Longest string id. */
+const MAX_ID = 128;
+
+const REQUESTS: { readonly [T in RequestType]: Rule<T> } = {
+  hello: {
+    session: false,
+    id: false,
+    check(f) {
+      if (typeof f.protocol !== "number") throw protocolError("hello needs a numeric protocol");
+      if (typeof f.version !== "string") throw protocolError("hello needs a version string");
+      if (f.build !== undefined && typeof f.build !== "string") throw protocolError("hello's build must be a string");
+    },
+  },
+  stop: { session: false, id: false },
+  open: { session: true, id: true },
+  execute: {
+    session: true,
+    id: true,
+    check(f) {
+      checkString(f, "code");
+      for (const key of ["timeout_ms", "max_output_bytes", "live_limit"]) checkCount(f, key);
+      for (const key of ["stream", "known"]) checkFlag(f, key);
+      if (f.filename !== undefined && (typeof f.filename !== "string" || f.filename.length > MAX_FILENAME)) {
+        throw usage(`filename must be a string of at most ${MAX_FILENAME} characters`);
+      }
+    },
+  },
+  variables: { session: true, id: true },
+  inspect: { session: true, id: true, check: (f) => checkString(f, "name") },
+  reset: { session: true, id: true },
+  complete: {
+    session: true,
+    id: true,
+    check(f) {
+      checkString(f, "code");
+      checkCount(f, "cursor");
+    },
+  },
+  is_complete: { session: true, id: true, check: (f) => checkString(f, "code") },
+  snapshot: { session: true, id: true, check: checkPath },
+  restore: { session: true, id: true, check: checkPath },
+  interrupt: { session: true, id: true },
+  cancel: {
+    session: false,
+    id: true,
+    check(f) {
+      if (typeof f.target !== "number" && typeof f.target !== "string") throw protocolError("cancel needs a target id");
+    },
+  },
+  close: { session: true, id: true, check: (f) => checkFlag(f, "keep") },
+  close_all: { session: false, id: true, check: (f) => checkFlag(f, "keep") },
+  list: { session: false, id: true },
+  status: { session: false, id: true },
+};
+
+/** Every request type, in the order of the table. */
+export const REQUEST_TYPES = Object.keys(REQUESTS) as RequestType[];
+
+/** True for the requests that name a session. */
+export function namesSession(type: RequestType): boolean {
+  return REQUESTS[type].session;
+}
+
+/** The envelope of a request line; the fields are checked by checkRequest. */
+export function readRequestLine(line: string): RequestLine | RejectedLine {
   let value: unknown;
   try {
     value = JSON.parse(line);
@@ -21,68 +106,28 @@ export function parseRequestLine(line: string): ParsedLine {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     return { error: protocolError(`Request must be a JSON object, not ${preview(line)}`), id: null };
   }
-  const obj = value as Record<string, unknown>;
-  const id = typeof obj.id === "number" || typeof obj.id === "string" ? obj.id : null;
-  try {
-    return { request: checkRequest(obj) };
-  } catch (err) {
-    return { error: err as AwreplError, id };
-  }
+  const fields = value as Record<string, unknown>;
+  const id = typeof fields.id === "number" || typeof fields.id === "string" ? fields.id : null;
+  const type = typeof fields.type === "string" ? fields.type : fields.op === "hello" || fields.op === "stop" ? fields.op : null;
+  return { type, id, fields };
 }
 
-/** Longest `filename` of an execute (a path; PATH_MAX on Linux). */
-const MAX_FILENAME = 4096;
-
-function checkRequest(obj: Record<string, unknown>): ClientRequest {
-  const op = obj.op;
-  if (typeof op !== "string" || !KNOWN_OPS.has(op)) throw protocolError(`Unknown op ${preview(JSON.stringify(op ?? null))}`);
-  if (op === "hello") {
-    if (typeof obj.protocol !== "number") throw protocolError("hello needs a numeric protocol");
-    if (typeof obj.version !== "string") throw protocolError("hello needs a version string");
-    if (obj.build !== undefined && typeof obj.build !== "string") throw protocolError("hello's build must be a string");
-    return obj as ClientRequest;
+/** The request, its fields checked (and `type` set, for a hello or stop spelled the protocol 1 way). */
+export function checkRequest({ type, fields }: RequestLine): ClientRequest {
+  if (type === null || !Object.hasOwn(REQUESTS, type)) {
+    throw protocolError(`Unknown request type ${preview(JSON.stringify(fields.type ?? fields.op ?? null))}`);
   }
-  if (op !== "stop" && !(typeof obj.id === "number" || (typeof obj.id === "string" && obj.id.length <= 128))) {
-    throw protocolError(`Request ${op} needs an id (a number or a short string)`);
+  const rule: { session: boolean; id: boolean; check?: (fields: Record<string, unknown>) => void } = REQUESTS[type as RequestType];
+  if (rule.id && !(typeof fields.id === "number" || (typeof fields.id === "string" && fields.id.length <= MAX_ID))) {
+    throw protocolError(`Request ${type} needs an id (a number or a string of at most ${MAX_ID} characters)`);
   }
-  if (SESSION_OPS.has(op)) {
-    checkSessionName(obj.session);
-    if (obj.spec !== undefined) checkSpec(obj.spec);
+  if (rule.session) {
+    checkSessionName(fields.session);
+    if (fields.spec !== undefined) checkSpec(fields.spec);
   }
-  switch (op) {
-    case "execute":
-      checkString(obj, "code");
-      checkCount(obj, "timeoutMs");
-      checkCount(obj, "maxOutputBytes");
-      checkCount(obj, "liveLimit");
-      for (const flag of ["stream", "known"]) checkFlag(obj, flag);
-      if (obj.filename !== undefined && (typeof obj.filename !== "string" || obj.filename.length > MAX_FILENAME)) {
-        throw usage(`filename must be a string of at most ${MAX_FILENAME} characters`);
-      }
-      break;
-    case "inspect":
-      checkString(obj, "name");
-      break;
-    case "complete":
-      checkString(obj, "code");
-      checkCount(obj, "cursor");
-      break;
-    case "is_complete":
-      checkString(obj, "code");
-      break;
-    case "snapshot":
-    case "restore":
-      if (obj.path !== undefined) checkString(obj, "path");
-      break;
-    case "close":
-    case "close_all":
-      checkFlag(obj, "keep");
-      break;
-    case "cancel":
-      if (typeof obj.target !== "number" && typeof obj.target !== "string") throw protocolError("cancel needs a target id");
-      break;
-  }
-  return obj as ClientRequest;
+  rule.check?.(fields);
+  fields.type = type;
+  return fields as ClientRequest;
 }
 
 function checkSpec(spec: unknown): asserts spec is SessionSpec {
@@ -91,16 +136,18 @@ function checkSpec(spec: unknown): asserts spec is SessionSpec {
   for (const key of ["python", "cwd"]) {
     if (s[key] !== undefined && (typeof s[key] !== "string" || s[key] === "")) throw usage(`spec.${key} must be a non-empty string`);
   }
-  for (const key of ["timeoutMs", "maxOutputBytes", "graceMs"]) checkCount(s, key, "spec.");
-  checkFlag(s, "autosave", "spec.");
-  checkFlag(s, "pythonGiven", "spec.");
-  checkFlag(s, "existing", "spec.");
+  for (const key of ["timeout_ms", "max_output_bytes", "grace_ms"]) checkCount(s, key, "spec.");
+  for (const key of ["autosave", "python_given", "existing"]) checkFlag(s, key, "spec.");
   if (s.env !== undefined) {
     if (typeof s.env !== "object" || s.env === null || Array.isArray(s.env)) throw usage("spec.env must be an object of strings");
     for (const [k, v] of Object.entries(s.env)) {
       if (typeof v !== "string") throw usage(`spec.env.${k} must be a string`);
     }
   }
+}
+
+function checkPath(fields: Record<string, unknown>): void {
+  if (fields.path !== undefined) checkString(fields, "path");
 }
 
 function checkFlag(obj: Record<string, unknown>, key: string, prefix = ""): void {

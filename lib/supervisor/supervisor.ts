@@ -21,7 +21,7 @@ import { SpareWorkers } from "../worker/spare.ts";
 import { acquireStartLock } from "./start_lock.ts";
 import { AWREPL_VERSION, buildId, SUPERVISOR_PROTOCOL } from "../core/version.ts";
 import { type ClientOptions, resolveHome, type HomeLayout, homeLayout } from "../settings/home.ts";
-import { parseRequestLine } from "./requests.ts";
+import { checkRequest, readRequestLine } from "./requests.ts";
 import { asAwreplError, type Call, processRss, SessionTable } from "./session_table.ts";
 import { listenSocket, wireLines } from "../wire/socket.ts";
 import { shortSocketDir } from "../settings/home.ts";
@@ -134,23 +134,40 @@ class Supervisor {
         this.sessions.dropOwner(conn);
         this.checkIdle();
       },
-      (err) => JSON.stringify({ type: "error", id: null, code: "protocol", message: `${err.message}: closing the connection` }),
+      (err) => JSON.stringify({ event: "error", id: null, code: "protocol", message: `${err.message}: closing the connection` }),
       true,
     );
   }
 
   private onLine(conn: Connection, line: string | null): void {
     if (line === null) {
-      this.reply(conn, { type: "error", id: null, code: "protocol", message: "Request is not valid UTF-8" });
+      this.reply(conn, { event: "error", id: null, code: "protocol", message: "Request is not valid UTF-8" });
       return;
     }
-    const parsed = parseRequestLine(line);
-    if ("error" in parsed) {
-      this.reply(conn, { type: "error", id: parsed.id, code: parsed.error.code, message: parsed.error.message });
+    const read = readRequestLine(line);
+    if ("error" in read) {
+      this.reply(conn, { event: "error", id: read.id, code: read.error.code, message: read.error.message });
       return;
     }
-    const request = parsed.request;
-    if (request.op === "hello") {
+    // Until a hello of our version, only hello and stop are read any further: a client of another
+    // version may spell everything else its own way, and gets version_mismatch for it.
+    if (read.type !== "hello" && read.type !== "stop" && conn.hello !== "ok") {
+      const [code, message] =
+        conn.hello === "pending"
+          ? ["protocol", "The first request must be hello"]
+          : ["version_mismatch", `This supervisor is awrepl ${AWREPL_VERSION} (protocol ${SUPERVISOR_PROTOCOL}); stop it and start your own`];
+      this.reply(conn, { event: "error", id: read.id, code, message });
+      return;
+    }
+    let request: ClientRequest;
+    try {
+      request = checkRequest(read);
+    } catch (err) {
+      const error = asAwreplError(err);
+      this.reply(conn, { event: "error", id: read.id, code: error.code, message: error.message });
+      return;
+    }
+    if (request.type === "hello") {
       // Builds of one version are compatible by contract: only the version and protocol decide. (A
       // rebuilt binary replacing the supervisor would end every session whenever a test suite or a
       // developer rebuilds; the build is reported, so `daemon status` shows which code runs.)
@@ -162,46 +179,38 @@ class Supervisor {
         this.log(`client of version ${request.version} build ${request.build ?? "?"} (protocol ${request.protocol}) connected; this is ${AWREPL_VERSION} build ${build}`);
       }
       conn.hello = ok ? "ok" : "mismatch";
-      this.reply(conn, { type: "hello", ok, protocol: SUPERVISOR_PROTOCOL, version: AWREPL_VERSION, build, pid: process.pid });
+      this.reply(conn, { event: "hello", type: "hello", ok, protocol: SUPERVISOR_PROTOCOL, version: AWREPL_VERSION, build, pid: process.pid });
       return;
     }
-    if (request.op === "stop") {
+    if (request.type === "stop") {
       // Accepted whatever the hello said: a client of another version replaces us this way.
-      this.reply(conn, { type: "ok", id: request.id ?? null, value: null });
+      this.reply(conn, { event: "ok", id: read.id, value: null });
       void this.shutdown("stop requested");
       return;
     }
-    if (conn.hello !== "ok") {
-      const [code, message] =
-        conn.hello === "pending"
-          ? ["protocol", "The first request must be hello"]
-          : ["version_mismatch", `This supervisor is awrepl ${AWREPL_VERSION} (protocol ${SUPERVISOR_PROTOCOL}); stop it and start your own`];
-      this.reply(conn, { type: "error", id: request.id, code, message });
-      return;
-    }
     if (this.stopping) {
-      this.reply(conn, { type: "error", id: request.id, code: "supervisor_unreachable", message: "The supervisor is stopping" });
+      this.reply(conn, { event: "error", id: request.id, code: "supervisor_unreachable", message: "The supervisor is stopping" });
       return;
     }
     try {
       this.dispatch(conn, request);
     } catch (err) {
       const error = asAwreplError(err);
-      this.reply(conn, { type: "error", id: request.id, code: error.code, message: error.message });
+      this.reply(conn, { event: "error", id: request.id, code: error.code, message: error.message });
     }
   }
 
-  private dispatch(conn: Connection, request: Exclude<ClientRequest, { op: "hello" } | { op: "stop" }>): void {
-    const ok = (id: RequestId, value: unknown) => this.reply(conn, { type: "ok", id, value });
+  private dispatch(conn: Connection, request: Exclude<ClientRequest, { type: "hello" | "stop" }>): void {
+    const ok = (id: RequestId, value: unknown) => this.reply(conn, { event: "ok", id, value });
     const later = (id: RequestId, value: Promise<unknown>) =>
       value.then(
         (v) => ok(id, v),
         (err: unknown) => {
           const error = asAwreplError(err);
-          this.reply(conn, { type: "error", id, code: error.code, message: error.message });
+          this.reply(conn, { event: "error", id, code: error.code, message: error.message });
         },
       );
-    switch (request.op) {
+    switch (request.type) {
       case "interrupt":
         void later(request.id, this.sessions.interrupt(request.session).then((interrupted) => ({ interrupted })));
         return;
@@ -231,18 +240,18 @@ class Supervisor {
       owner: conn,
       id,
       abort: new AbortController(),
-      fail: (error) => this.reply(conn, { type: "error", id, code: error.code, message: error.message }),
+      fail: (error) => this.reply(conn, { event: "error", id, code: error.code, message: error.message }),
       run: async (session, signal) => {
-        if (request.op === "execute") {
+        if (request.type === "execute") {
           // Asked for by a later caller (`run --autosave`): switched on, never off, by a spec.
           if (request.spec?.autosave === true) session.autosave = true;
           const stream = request.stream === true;
-          // Past the client's liveLimit its output is not shown: not forwarding it saves copying
+          // Past the client's live_limit its output is not shown: not forwarding it saves copying
           // (and buffering, for a slow reader) what the result's head and tail carry anyway.
-          let liveLeft = request.liveLimit ?? Number.POSITIVE_INFINITY;
+          let liveLeft = request.live_limit ?? Number.POSITIVE_INFINITY;
           const result = await session.execute(request.code, {
-            timeoutMs: request.timeoutMs,
-            maxOutputBytes: request.maxOutputBytes,
+            timeoutMs: request.timeout_ms,
+            maxOutputBytes: request.max_output_bytes,
             filename: request.filename,
             signal,
             // Forwarded as the runtime wrote it: never decoded and re-encoded here.
@@ -253,7 +262,7 @@ class Supervisor {
                   this.streamRaw(conn, s, id, raw);
                 }
               : undefined,
-            onDisplay: stream ? (item) => this.stream(conn, { type: "display", id, item }, 0) : undefined,
+            onDisplay: stream ? (item) => this.stream(conn, { event: "display", id, item }, 0) : undefined,
           });
           result.session = name;
           // A session re-created from its snapshot says so in `restored`; without one its state is gone.
@@ -261,10 +270,10 @@ class Supervisor {
             const lost = `Session ${name} was not running (closed, or its supervisor stopped); this call ran in a fresh worker and the earlier state is gone.`;
             result.notice = result.notice ? `${lost} ${result.notice}` : lost;
           }
-          this.reply(conn, { type: "result", id, result });
+          this.reply(conn, { event: "result", id, result });
           return;
         }
-        if (request.op === "open") return ok(id, { created, pid: session.pid });
+        if (request.type === "open") return ok(id, { created, pid: session.pid });
         // Its client went away (or cancelled it): interrupt the request too, a listing stuck in a __repr__ say.
         const onAbort = () => void session.interrupt();
         signal.addEventListener("abort", onAbort, { once: true });
@@ -310,9 +319,9 @@ class Supervisor {
       python: spec.python ?? this.config.python,
       cwd: spec.cwd,
       env: spec.env && exactEnv(spec.env, this.paths.home),
-      timeoutMs: spec.timeoutMs ?? this.config.timeoutMs,
-      maxOutputBytes: spec.maxOutputBytes ?? this.config.maxOutputBytes,
-      graceMs: spec.graceMs ?? this.config.graceMs,
+      timeoutMs: spec.timeout_ms ?? this.config.timeoutMs,
+      maxOutputBytes: spec.max_output_bytes ?? this.config.maxOutputBytes,
+      graceMs: spec.grace_ms ?? this.config.graceMs,
       home: this.paths.home,
       spares: this.spares,
     });
@@ -325,13 +334,13 @@ class Supervisor {
    */
   private specFor(name: string, requested: SessionSpec): SessionSpec {
     if (!existsSync(defaultSnapshotPath(this.paths.home, name))) return requested;
-    const saved = readSessionSpec(this.paths.home, name);
+    const saved = savedSpec(this.paths.home, name);
     if (!saved) return requested;
-    const python = requested.pythonGiven ? requested.python : (saved.python ?? requested.python);
+    const python = requested.python_given ? requested.python : (saved.python ?? requested.python);
     this.log(`session ${name}: re-created as it was saved (${python ?? "default python"} in ${saved.cwd ?? "?"})`);
     // A directory removed since is not a reason to lose the state: the caller's is used instead.
     const cwd = saved.cwd !== undefined && existsSync(saved.cwd) ? saved.cwd : requested.cwd;
-    return { ...saved, python, cwd, pythonGiven: undefined, autosave: saved.autosave || requested.autosave || undefined };
+    return { ...saved, python, cwd, python_given: undefined, autosave: saved.autosave || requested.autosave || undefined };
   }
 
   private status() {
@@ -359,7 +368,9 @@ class Supervisor {
   private reply(conn: Connection, message: SupervisorReply): void {
     const socket = conn.socket;
     if (socket.destroyed || !socket.writable) return;
-    const line = JSON.stringify(message);
+    // A client of another version reads replies by protocol 1's `type`: everything said before a
+    // matching hello carries that spelling too, so that it learns the versions differ.
+    const line = JSON.stringify(conn.hello === "ok" ? message : { ...message, type: message.event });
     this.queue(conn, line, line.length);
   }
 
@@ -388,7 +399,7 @@ class Supervisor {
     conn.socket.write(Buffer.concat(parts));
   }
 
-  /** Live output as `{"type":"stdout","id":ID,"text":"..."}`, its text copied from the runtime's frame. */
+  /** Live output as `{"event":"stdout","id":ID,"text":"..."}`, its text copied from the runtime's frame. */
   private streamRaw(conn: Connection, type: "stdout" | "stderr", id: RequestId, raw: RawText): void {
     if (conn.socket.writableLength + conn.outboxBytes > MAX_BACKLOG_BYTES) {
       conn.dropped += raw.bytes;
@@ -396,7 +407,7 @@ class Supervisor {
     }
     this.noteDropped(conn, id);
     // The pieces are copied once, in flush(), this turn: the text's bytes are still the worker's chunk.
-    const head = Buffer.from(`{"type":"${type}","id":${JSON.stringify(id)},"text":"`);
+    const head = Buffer.from(`{"event":"${type}","id":${JSON.stringify(id)},"text":"`);
     const text = raw.json();
     this.queue(conn, [head, text, CLOSE_TEXT], head.length + text.length + CLOSE_TEXT.length);
   }
@@ -406,7 +417,7 @@ class Supervisor {
     if (conn.dropped === 0) return;
     const note = `\n[awrepl: ${conn.dropped} bytes of live output not shown: the client read too slowly]\n`;
     conn.dropped = 0;
-    this.reply(conn, { type: "stderr", id, text: note });
+    this.reply(conn, { event: "stderr", id, text: note });
   }
 
   /** Live output: dropped (and counted) while the client has too much unread. */
@@ -415,7 +426,7 @@ class Supervisor {
       conn.dropped += size;
       return;
     }
-    if (message.type !== "display") this.noteDropped(conn, (message as { id: RequestId }).id);
+    if (message.event !== "display") this.noteDropped(conn, (message as { id: RequestId }).id);
     this.reply(conn, message);
   }
 
@@ -498,7 +509,7 @@ class Supervisor {
 
 /** The answer to a session request other than execute. */
 async function sessionCall(session: ReplSession, request: SessionCallRequest): Promise<unknown> {
-  switch (request.op) {
+  switch (request.type) {
     case "variables":
       return session.variables();
     case "inspect":
@@ -515,6 +526,20 @@ async function sessionCall(session: ReplSession, request: SessionCallRequest): P
     case "restore":
       return session.restore(request.path);
   }
+}
+
+/**
+ * The spec saved beside a session's snapshot. A supervisor of protocol 1 wrote its limits in
+ * camelCase: read them too, so that an upgrade keeps them.
+ */
+export function savedSpec(home: string, name: string): SessionSpec | null {
+  const saved = readSessionSpec(home, name) as (SessionSpec & { timeoutMs?: number; maxOutputBytes?: number; graceMs?: number }) | null;
+  if (!saved) return null;
+  const { timeoutMs, maxOutputBytes, graceMs, ...spec } = saved;
+  spec.timeout_ms ??= timeoutMs;
+  spec.max_output_bytes ??= maxOutputBytes;
+  spec.grace_ms ??= graceMs;
+  return spec;
 }
 
 /**

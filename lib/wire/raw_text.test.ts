@@ -40,17 +40,17 @@ describe("readReplyFrame", () => {
   test("reads the supervisor's live-output replies, numeric or string ids, and nothing else", () => {
     for (const id of [1, 4711, "req-7"]) {
       for (const text of ["plain\n", "ünï \"q\" \\ \t 𝄞\n", "x".repeat(3000)]) {
-        const f = readReplyFrame(Buffer.from(JSON.stringify({ type: "stdout", id, text })));
+        const f = readReplyFrame(Buffer.from(JSON.stringify({ event: "stdout", id, text })));
         expect(f?.stream).toBe("stdout");
         expect(f?.id).toBe(id);
         expect(f?.raw.bytes).toBe(Buffer.byteLength(text));
         expect(f?.raw.text()).toBe(text);
       }
     }
-    expect(readReplyFrame(Buffer.from(JSON.stringify({ type: "stderr", id: 2, text: "x".repeat(40) })))?.stream).toBe("stderr");
-    expect(readReplyFrame(Buffer.from(JSON.stringify({ type: "result", id: 2, result: { text: "x".repeat(40) } })))).toBeNull();
-    expect(readReplyFrame(Buffer.from(JSON.stringify({ type: "stdout", id: -2, text: "x".repeat(40) })))).toBeNull();
-    expect(readReplyFrame(Buffer.from(JSON.stringify({ type: "stdout", id: 2, text: "\u0002".repeat(40) })))).toBeNull();
+    expect(readReplyFrame(Buffer.from(JSON.stringify({ event: "stderr", id: 2, text: "x".repeat(40) })))?.stream).toBe("stderr");
+    expect(readReplyFrame(Buffer.from(JSON.stringify({ event: "result", id: 2, result: { text: "x".repeat(40) } })))).toBeNull();
+    expect(readReplyFrame(Buffer.from(JSON.stringify({ event: "stdout", id: -2, text: "x".repeat(40) })))).toBeNull();
+    expect(readReplyFrame(Buffer.from(JSON.stringify({ event: "stdout", id: 2, text: "\u0002".repeat(40) })))).toBeNull();
   });
 });
 
@@ -85,7 +85,7 @@ describe("OutputCollector.addRaw", () => {
   test("a kept piece read from memory the reader reuses (a socket's) is copied first", () => {
     const c = new OutputCollector(1000);
     c.add("stdout", "h".repeat(600));
-    const chunk = Buffer.from(JSON.stringify({ type: "stdout", id: 1, text: "t".repeat(100) }));
+    const chunk = Buffer.from(JSON.stringify({ event: "stdout", id: 1, text: "t".repeat(100) }));
     const f = readReplyFrame(chunk);
     c.addRaw("stdout", f!.raw);
     chunk.fill(0x20); // the reader's buffer is reused

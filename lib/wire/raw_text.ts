@@ -76,7 +76,7 @@ function unescape(body: string): string {
 
 export type OutputFrame = { stream: "stdout" | "stderr"; id: string | null; raw: RawText };
 
-const REPLY_OPEN = Buffer.from('{"type":"std');
+const REPLY_OPEN = Buffer.from('{"event":"std');
 
 /** `line` (one frame, without its newline) as an output frame, or null when it is not one we can read raw. */
 export function readOutputFrame(line: Uint8Array): OutputFrame | null {

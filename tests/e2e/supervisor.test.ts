@@ -2,6 +2,7 @@
 // start-up races, crashes, hostile input on the socket, permissions, and that nothing is left behind.
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { processAlive } from "../../lib/core/process.ts";
@@ -359,35 +360,35 @@ describe("the socket", () => {
         socket.on("error", () => {});
         socket.write(payload);
       });
-    const hello = JSON.stringify({ op: "hello", protocol: 1, version: "0.0.0-test" });
+    const hello = JSON.stringify({ type: "hello", op: "hello", protocol: SUPERVISOR_PROTOCOL, version: "0.0.0-test" });
 
     const notJson = await probe("this is not json\n", 1);
-    expect(JSON.parse(notJson[0] as string)).toMatchObject({ type: "error", id: null, code: "protocol" });
+    expect(JSON.parse(notJson[0] as string)).toMatchObject({ event: "error", id: null, code: "protocol" });
     const binary = await probe(Buffer.from([0, 255, 254, 1, 2, 10]), 1);
-    expect(JSON.parse(binary[0] as string)).toMatchObject({ type: "error", code: "protocol" });
-    const invalidUtf8 = await probe(Buffer.concat([Buffer.from('{"op":"list","id":9,"x":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}\n')]), 1);
-    expect(JSON.parse(invalidUtf8[0] as string)).toMatchObject({ type: "error", code: "protocol", message: "Request is not valid UTF-8" });
+    expect(JSON.parse(binary[0] as string)).toMatchObject({ event: "error", code: "protocol" });
+    const invalidUtf8 = await probe(Buffer.concat([Buffer.from('{"type":"list","id":9,"x":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}\n')]), 1);
+    expect(JSON.parse(invalidUtf8[0] as string)).toMatchObject({ event: "error", code: "protocol", message: "Request is not valid UTF-8" });
     const big = await probe(`${"z".repeat(100 * 1024)}\n`, 1);
-    expect(JSON.parse(big[0] as string)).toMatchObject({ type: "error", code: "protocol" });
-    const noHello = await probe(`${JSON.stringify({ op: "list", id: 1 })}\n`, 1);
-    expect(JSON.parse(noHello[0] as string)).toMatchObject({ type: "error", id: 1 });
+    expect(JSON.parse(big[0] as string)).toMatchObject({ event: "error", code: "protocol" });
+    const noHello = await probe(`${JSON.stringify({ type: "list", id: 1 })}\n`, 1);
+    expect(JSON.parse(noHello[0] as string)).toMatchObject({ event: "error", id: 1 });
     // Another version may not use the sessions (it may only ask the supervisor to stop).
-    const otherVersion = await probe(`${hello}\n${JSON.stringify({ op: "execute", id: 2, session: "a", code: "x = 666" })}\n`, 2);
-    expect(JSON.parse(otherVersion[0] as string)).toMatchObject({ type: "hello", ok: false });
-    expect(JSON.parse(otherVersion[1] as string)).toMatchObject({ type: "error", id: 2, code: "version_mismatch" });
-    const ours = JSON.stringify({ op: "hello", protocol: SUPERVISOR_PROTOCOL, version: AWREPL_VERSION });
-    const unknown = await probe(`${ours}\n${JSON.stringify({ op: "format_disk", id: 3 })}\n`, 2);
-    expect(JSON.parse(unknown[0] as string)).toMatchObject({ type: "hello", ok: true });
-    expect(JSON.parse(unknown[1] as string)).toMatchObject({ type: "error", id: 3, code: "protocol" });
-    const badSession = await probe(`${ours}\n${JSON.stringify({ op: "execute", id: 4, session: "../../x", code: "1" })}\n`, 2);
-    expect(JSON.parse(badSession[1] as string)).toMatchObject({ type: "error", id: 4, code: "usage" });
+    const otherVersion = await probe(`${hello}\n${JSON.stringify({ type: "execute", id: 2, session: "a", code: "x = 666" })}\n`, 2);
+    expect(JSON.parse(otherVersion[0] as string)).toMatchObject({ event: "hello", ok: false });
+    expect(JSON.parse(otherVersion[1] as string)).toMatchObject({ event: "error", id: 2, code: "version_mismatch" });
+    const ours = JSON.stringify({ type: "hello", op: "hello", protocol: SUPERVISOR_PROTOCOL, version: AWREPL_VERSION });
+    const unknown = await probe(`${ours}\n${JSON.stringify({ type: "format_disk", id: 3 })}\n`, 2);
+    expect(JSON.parse(unknown[0] as string)).toMatchObject({ event: "hello", ok: true });
+    expect(JSON.parse(unknown[1] as string)).toMatchObject({ event: "error", id: 3, code: "protocol" });
+    const badSession = await probe(`${ours}\n${JSON.stringify({ type: "execute", id: 4, session: "../../x", code: "1" })}\n`, 2);
+    expect(JSON.parse(badSession[1] as string)).toMatchObject({ event: "error", id: 4, code: "usage" });
     // A line past the cap: an error, then the connection is closed.
     const huge = await probe(Buffer.alloc(65 * 1024 * 1024, 0x61), 1);
-    expect(JSON.parse(huge[0] as string)).toMatchObject({ type: "error", code: "protocol" });
+    expect(JSON.parse(huge[0] as string)).toMatchObject({ event: "error", code: "protocol" });
     // A client vanishing in the middle of a line.
     await new Promise<void>((resolve) => {
       const socket = connect(path, () => {
-        socket.write('{"op":"hello","protocol":1,"vers');
+        socket.write('{"type":"hello","op":"hello","protocol":2,"vers');
         socket.destroy();
         resolve();
       });
@@ -398,6 +399,135 @@ describe("the socket", () => {
     expect(after.stdout).toBe("1\n");
     const log = readFileSync(join(h, "supervisor.log"), "utf8");
     expect(log).not.toContain("uncaught");
+  });
+});
+
+/** A conversation on the supervisor's socket, line by line, as a client of any version would hold it. */
+async function converse(path: string) {
+  const socket = connect(path);
+  await new Promise<void>((resolve, reject) => {
+    socket.once("connect", resolve);
+    socket.once("error", reject);
+  });
+  let buffered = "";
+  const lines: string[] = [];
+  socket.on("data", (d) => {
+    buffered += d.toString();
+    for (let nl = buffered.indexOf("\n"); nl >= 0; nl = buffered.indexOf("\n")) {
+      lines.push(buffered.slice(0, nl));
+      buffered = buffered.slice(nl + 1);
+    }
+  });
+  socket.on("error", () => {});
+  return {
+    send(message: unknown): void {
+      socket.write(`${JSON.stringify(message)}\n`);
+    },
+    async next(timeoutMs = 10_000): Promise<Record<string, unknown>> {
+      await waitUntil("the supervisor replies", () => lines.length > 0, timeoutMs);
+      return JSON.parse(lines.shift() as string) as Record<string, unknown>;
+    },
+    close(): void {
+      socket.destroy();
+    },
+  };
+}
+
+/**
+ * A supervisor of protocol 1 as far as another version meets it: it reads requests by `op`, answers
+ * hello by `type` with ok false, refuses the rest (a request without `op` is "unknown" to it), and
+ * stops on `{"op":"stop"}`. It logs every line it receives.
+ */
+const PROTOCOL_1_SUPERVISOR = `
+import { createServer } from "node:net";
+import { appendFileSync, unlinkSync } from "node:fs";
+const { OLD_SOCKET: path, OLD_LOG: log } = process.env;
+const reply = (socket, message) => socket.write(JSON.stringify(message) + "\\n");
+const server = createServer((socket) => {
+  let buffered = "";
+  socket.on("error", () => {});
+  socket.on("data", (d) => {
+    buffered += d;
+    for (let nl = buffered.indexOf("\\n"); nl >= 0; nl = buffered.indexOf("\\n")) {
+      const line = buffered.slice(0, nl);
+      buffered = buffered.slice(nl + 1);
+      appendFileSync(log, line + "\\n");
+      const request = JSON.parse(line);
+      if (request.op === "hello") reply(socket, { type: "hello", ok: false, protocol: 1, version: "0.0.1", build: "old", pid: process.pid });
+      else if (request.op === "stop") {
+        reply(socket, { type: "ok", id: request.id ?? null, value: null });
+        server.close();
+        try { unlinkSync(path); } catch {}
+        setTimeout(() => process.exit(0), 50);
+      } else reply(socket, { type: "error", id: request.id ?? null, code: "protocol", message: "Unknown op " + JSON.stringify(request.op ?? null) });
+    }
+  });
+});
+server.listen(path, () => appendFileSync(log, "listening\\n"));
+setTimeout(() => process.exit(3), 60_000); // never outlives its test
+`;
+
+describe("versions", () => {
+  test("a client of protocol 1 is told the versions differ, refused in its own spelling, and stops the supervisor (which snapshots first)", async () => {
+    const h = home();
+    await run(["-s", "a", "run", "x = 1"], { home: h });
+    const pid = (await supervisorPid(h)) as number;
+    const old = await converse(socketPath(h));
+    try {
+      old.send({ op: "hello", protocol: 1, version: "0.0.1" });
+      old.send({ op: "execute", id: 2, session: "a", code: "x = 666" });
+      expect(await old.next()).toMatchObject({ type: "hello", event: "hello", ok: false, protocol: SUPERVISOR_PROTOCOL, pid });
+      expect(await old.next()).toMatchObject({ type: "error", event: "error", id: 2, code: "version_mismatch" });
+      old.send({ op: "stop", id: 3 });
+      expect(await old.next()).toMatchObject({ type: "ok", id: 3 });
+    } finally {
+      old.close();
+    }
+    await waitUntil("the supervisor is gone", () => !alive(pid), 20_000);
+    // Its cell never ran; the state came back from the snapshot the stop wrote.
+    expect((await run(["-s", "a", "run", "x"], { home: h })).stdout).toBe("1\n");
+  });
+
+  test("a client of this protocol: the hello reply carries both spellings, later replies only `event`", async () => {
+    const h = home();
+    await run(["-s", "a", "run", "1"], { home: h });
+    const pid = (await supervisorPid(h)) as number;
+    const c = await converse(socketPath(h));
+    try {
+      c.send({ type: "hello", op: "hello", protocol: SUPERVISOR_PROTOCOL, version: AWREPL_VERSION });
+      c.send({ type: "list", id: 1 });
+      expect(await c.next()).toMatchObject({ event: "hello", type: "hello", ok: true, protocol: SUPERVISOR_PROTOCOL });
+      const list = await c.next();
+      expect(list).toMatchObject({ event: "ok", id: 1, value: [{ name: "a" }] });
+      expect(list.type).toBeUndefined();
+      c.send({ type: "stop", id: 2 });
+      expect(await c.next()).toEqual({ event: "ok", id: 2, value: null });
+    } finally {
+      c.close();
+    }
+    await waitUntil("the supervisor is gone", () => !alive(pid), 20_000);
+  });
+
+  test("a protocol 1 supervisor on the socket: the client stops it (its stop spelled the old way too) and starts its own", async () => {
+    const h = home();
+    const log = join(h, "old-supervisor.log");
+    const script = join(h, "old-supervisor.mjs");
+    writeFileSync(script, PROTOCOL_1_SUPERVISOR);
+    const old = spawn(process.execPath, [script], { env: { ...process.env, OLD_SOCKET: socketPath(h), OLD_LOG: log, AWREPL_E2E_HOME: h }, stdio: "ignore" });
+    try {
+      await waitUntil("the old supervisor listens", () => existsSync(log) && readFileSync(log, "utf8").includes("listening"));
+      const r = await run(["-s", "a", "run", "6 * 7"], { home: h });
+      expect(r.stderr).toBe("");
+      expect(r.stdout).toBe("42\n");
+      await waitUntil("the old supervisor has exited", () => old.exitCode !== null);
+      expect(old.exitCode).toBe(0);
+      const received = readFileSync(log, "utf8").split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
+      expect(received[0]).toMatchObject({ type: "hello", op: "hello", protocol: SUPERVISOR_PROTOCOL });
+      expect(received.filter((m) => m.op === "stop")).toEqual([expect.objectContaining({ type: "stop", op: "stop" })]);
+      expect(await supervisorPid(h)).not.toBe(old.pid);
+    } finally {
+      old.kill("SIGKILL");
+    }
   });
 });
 
