@@ -8,8 +8,8 @@ import { SupervisorConnection } from "./connection.ts";
 import { connectFast, connectSupervisor, processAlive, stopAndWait } from "./start.ts";
 import { AwreplError } from "../core/errors.ts";
 import { checkSessionName } from "../core/names.ts";
-import { RawText } from "../wire/raw_text.ts";
-import type { DaemonStatus, SessionInfo, SessionSpec, StreamReply } from "../protocol/supervisor.ts";
+import type { RawText } from "../wire/output_frames.ts";
+import type { DaemonStatus, SessionInfo, SessionSpec } from "../protocol/supervisor.ts";
 import type { ExecResult, RestoreReport } from "../protocol/result.ts";
 import type { InspectInfo } from "../protocol/runtime.ts";
 import { type ClientOptions, type HomeLayout, homeLayout, layoutOf, resolveHome } from "../settings/home.ts";
@@ -107,13 +107,8 @@ export class RemoteSession implements Session {
   async execute(code: string, options: RemoteExecuteOptions = {}): Promise<ExecResult> {
     const { onOutput, onDisplay, onRawOutput, signal } = options;
     signal?.throwIfAborted?.();
-    const onStream = (reply: StreamReply) => {
-      if (reply.event === "display") onDisplay?.(reply.item);
-      else if (onRawOutput) onRawOutput(reply.event, new RawText(Buffer.from(JSON.stringify(reply.text).slice(1, -1)), Buffer.byteLength(reply.text)));
-      else onOutput?.(reply.event, reply.text);
-    };
-    // Output read raw goes straight to onRawOutput, or is decoded for onOutput.
-    const onRaw = onRawOutput ?? (onOutput ? (stream: "stdout" | "stderr", raw: RawText) => onOutput(stream, raw.text()) : undefined);
+    // Live output goes undecoded to onRawOutput, or decoded to onOutput.
+    const output = onRawOutput ?? (onOutput ? (stream: "stdout" | "stderr", raw: RawText) => onOutput(stream, raw.text()) : undefined);
     return this.send(async (conn) => {
       const call = conn.execute(
         {
@@ -128,8 +123,7 @@ export class RemoteSession implements Session {
           known: this.used,
           filename: options.filename,
         },
-        onStream,
-        onRaw,
+        { output, display: onDisplay },
       );
       const onAbort = () => conn.notify({ type: "cancel", target: call.id });
       signal?.addEventListener("abort", onAbort, { once: true });

@@ -2,11 +2,12 @@
 // pending map; when the connection goes, every pending request fails with one error saying why.
 // Finding or starting the supervisor lives in start.ts; the session-shaped API in attach.ts.
 import { AwreplError, isErrorCode } from "../core/errors.ts";
-import type { ClientRequest, HelloReply, OkValue, RequestId, StreamReply, SupervisorReply } from "../protocol/supervisor.ts";
+import type { ClientRequest, HelloReply, OkValue, RequestId, SupervisorReply } from "../protocol/supervisor.ts";
+import type { DisplayItem } from "../protocol/result.ts";
 import type { ExecResult } from "../protocol/result.ts";
 import { AWREPL_VERSION, buildId, SUPERVISOR_PROTOCOL } from "../core/version.ts";
 import { type HomeLayout } from "../settings/home.ts";
-import { type RawText, readReplyFrame } from "../wire/raw_text.ts";
+import { RawText, readReplyFrame } from "../wire/output_frames.ts";
 import { connectLines, type LineConnection } from "../wire/socket.ts";
 
 /** How long a client waits for the supervisor's hello. */
@@ -19,13 +20,14 @@ const HELLO_TIMEOUT_MS = 15_000;
  */
 export type ConnectionState = "greeting" | "ready" | "mismatch" | "closed";
 
-type Pending = {
-  resolve(value: unknown): void;
-  reject(error: Error): void;
-  onStream?: (reply: StreamReply) => void;
-  /** Live output undecoded (lib/wire/raw_text.ts); without it, onStream gets the decoded text. */
-  onRawOutput?: (stream: "stdout" | "stderr", raw: RawText) => void;
+/** What a streamed execute hears before its result. */
+export type StreamHandlers = {
+  /** Live output, undecoded (lib/wire/output_frames.ts) when it could be read so. */
+  output?(stream: "stdout" | "stderr", raw: RawText): void;
+  display?(item: DisplayItem): void;
 };
+
+type Pending = { resolve(value: unknown): void; reject(error: Error): void; stream?: StreamHandlers };
 
 /** Requests as the caller writes them: the connection adds the id. */
 type Outgoing<R extends ClientRequest = ClientRequest> = R extends unknown ? Omit<R, "id"> : never;
@@ -114,14 +116,10 @@ export class SupervisorConnection {
     return this.#send(request) as Promise<OkValue[K]>;
   }
 
-  /** Sends an execute request; stream replies go to `onStream` until the result arrives. */
-  execute(
-    request: Outgoing & { type: "execute" },
-    onStream?: (reply: StreamReply) => void,
-    onRawOutput?: Pending["onRawOutput"],
-  ): Promise<ExecResult> & { id: RequestId } {
+  /** Sends an execute request; its live output and display items go to `stream` until the result arrives. */
+  execute(request: Outgoing & { type: "execute" }, stream?: StreamHandlers): Promise<ExecResult> & { id: RequestId } {
     const id = this.#nextId;
-    const promise = this.#send(request, onStream, onRawOutput) as Promise<ExecResult>;
+    const promise = this.#send(request, stream) as Promise<ExecResult>;
     return Object.assign(promise, { id });
   }
 
@@ -134,12 +132,12 @@ export class SupervisorConnection {
     this.#line?.close();
   }
 
-  #send(request: Outgoing, onStream?: (reply: StreamReply) => void, onRawOutput?: Pending["onRawOutput"]): Promise<unknown> {
+  #send(request: Outgoing, stream?: StreamHandlers): Promise<unknown> {
     if (this.#closedError) return Promise.reject(this.#closedError);
     if (this.#mismatch && request.type !== "stop") return Promise.reject(this.#mismatch);
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
-      this.#pending.set(id, { resolve, reject, onStream, onRawOutput });
+      this.#pending.set(id, { resolve, reject, stream });
       this.#line?.write(JSON.stringify({ ...request, id }));
     });
   }
@@ -150,8 +148,7 @@ export class SupervisorConnection {
     if (!frame) return false;
     const pending = this.#pending.get(frame.id);
     if (!pending) return true; // a reply for a request we gave up on
-    if (pending.onRawOutput) pending.onRawOutput(frame.stream, frame.raw);
-    else pending.onStream?.({ event: frame.stream, id: frame.id, text: frame.raw.text() });
+    pending.stream?.output?.(frame.stream, frame.raw);
     return true;
   }
 
@@ -173,8 +170,11 @@ export class SupervisorConnection {
     switch (reply.event) {
       case "stdout":
       case "stderr":
+        // One the frame reader declined (a \u escape, say): it arrives decoded.
+        pending.stream?.output?.(reply.event, RawText.fromText(reply.text));
+        return;
       case "display":
-        pending.onStream?.(reply);
+        pending.stream?.display?.(reply.item);
         return;
       case "result":
         this.#pending.delete(reply.id);

@@ -15,7 +15,7 @@ import { ensurePrivateDir } from "../settings/home.ts";
 import { forgetClosedSession, persistentSessionOptions, snapshotBeforeStop } from "./persistence.ts";
 import { defaultSnapshotPath, readSessionSpec, savedSessionNames, writeSessionSpec } from "../session/snapshot_files.ts";
 import type { ClientRequest, RequestId, SessionCallRequest, SessionSpec, SupervisorReply } from "../protocol/supervisor.ts";
-import type { RawText } from "../wire/raw_text.ts";
+import { outputFramePieces, type RawText } from "../wire/output_frames.ts";
 import { ReplSession } from "../session/session.ts";
 import { SpareWorkers } from "../worker/spare.ts";
 import { acquireStartLock } from "./start_lock.ts";
@@ -31,7 +31,6 @@ const MAX_REQUEST_BYTES = 64 * 1024 * 1024;
 /** Live output for a client that does not read is dropped past this much unsent data. */
 const MAX_BACKLOG_BYTES = 32 * 1024 * 1024;
 const NEWLINE = Buffer.from("\n");
-const CLOSE_TEXT = Buffer.from('"}');
 /** How often the supervisor checks that its socket is still its own. */
 const SOCKET_CHECK_MS = 10_000;
 
@@ -407,9 +406,8 @@ class Supervisor {
     }
     this.noteDropped(conn, id);
     // The pieces are copied once, in flush(), this turn: the text's bytes are still the worker's chunk.
-    const head = Buffer.from(`{"event":"${type}","id":${JSON.stringify(id)},"text":"`);
-    const text = raw.json();
-    this.queue(conn, [head, text, CLOSE_TEXT], head.length + text.length + CLOSE_TEXT.length);
+    const { pieces, bytes } = outputFramePieces(type, id, raw);
+    this.queue(conn, pieces, bytes);
   }
 
   /** Says how much live output a slow client missed, once it reads again. */

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { OutputCollector, type Stream } from "../session/output.ts";
-import { readOutputFrame, readReplyFrame } from "./raw_text.ts";
+import { outputFramePieces, RawText, readOutputFrame, readReplyFrame } from "./output_frames.ts";
 
 /** A frame as runtime.py writes it (compact JSON, text last). */
 function frame(stream: Stream, id: string | null, text: string): Buffer {
@@ -50,7 +50,35 @@ describe("readReplyFrame", () => {
     expect(readReplyFrame(Buffer.from(JSON.stringify({ event: "stderr", id: 2, text: "x".repeat(40) })))?.stream).toBe("stderr");
     expect(readReplyFrame(Buffer.from(JSON.stringify({ event: "result", id: 2, result: { text: "x".repeat(40) } })))).toBeNull();
     expect(readReplyFrame(Buffer.from(JSON.stringify({ event: "stdout", id: -2, text: "x".repeat(40) })))).toBeNull();
+    // No reply goes to nobody: a null id is the runtime's.
+    expect(readReplyFrame(frame("stdout", null, "x".repeat(40)))).toBeNull();
+    expect(readOutputFrame(frame("stdout", null, "x".repeat(40)))?.id).toBeNull();
     expect(readReplyFrame(Buffer.from(JSON.stringify({ event: "stdout", id: 2, text: "\u0002".repeat(40) })))).toBeNull();
+  });
+});
+
+describe("outputFramePieces", () => {
+  test("writes the frame both readers read back: the text's bytes forwarded as they came", () => {
+    for (const text of ["plain\n", 'ünï "q" \\ \t 𝄞\n', "x".repeat(3000)]) {
+      const runtime = readOutputFrame(frame("stderr", "5", text));
+      for (const id of [3, "req-3"]) {
+        const { pieces, bytes } = outputFramePieces("stderr", id, runtime!.raw);
+        expect(pieces[1]).toBe(runtime!.raw.json()); // not copied until the outbox writes it
+        const line = Buffer.concat(pieces);
+        expect(line.length).toBe(bytes);
+        expect(JSON.parse(line.toString())).toEqual({ event: "stderr", id, text });
+        const reply = readReplyFrame(line);
+        expect(reply?.id).toBe(id);
+        expect(reply?.raw.text()).toBe(text);
+      }
+    }
+  });
+
+  test("text that arrived decoded is written escaped", () => {
+    const text = "tab\t \u0001 \"quoted\" é\n";
+    const raw = RawText.fromText(text);
+    expect(raw.bytes).toBe(Buffer.byteLength(text));
+    expect(JSON.parse(Buffer.concat(outputFramePieces("stdout", 1, raw).pieces).toString())).toEqual({ event: "stdout", id: 1, text });
   });
 });
 
