@@ -63,7 +63,7 @@ describe.each([
     try {
       await expect(connectTo(path, { onLine() {}, onClose() {} })).rejects.toMatchObject({ code: "ENOENT" });
       const server = await listenSocket(path, (socket) => {
-        wireLines(socket, 1 << 20, (line) => socket.write(`echo:${line}\n`), () => {});
+        wireLines(socket, { maxLineBytes: 1 << 20, onLine: (line) => socket.write(`echo:${line}\n`), onClose: () => {} });
       });
       const got: string[] = [];
       let closed!: () => void;

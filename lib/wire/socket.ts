@@ -6,8 +6,6 @@
 import type { Server, Socket } from "node:net";
 import { LineSplitter } from "./lines.ts";
 
-
-
 export type LineHandlers = {
   onLine(line: string): void;
   /** Sees each line's bytes first (valid only during the call); true when it handled the line. */
@@ -106,31 +104,39 @@ export async function connectNode(path: string, handlers: LineHandlers): Promise
       open = true;
       resolve({ write: (line) => void socket.write(line + "\n"), close: () => void socket.end() });
     });
-    wireLines(socket, CLIENT_MAX_LINE, (line) => handlers.onLine(line ?? ""), (error) => {
-      if (!open) {
-        reject(error ?? Object.assign(new Error("Connection closed"), { code: "ECONNRESET" }));
-        return;
-      }
-      if (closed) return;
-      closed = true;
-      handlers.onClose(error);
+    wireLines(socket, {
+      maxLineBytes: CLIENT_MAX_LINE,
+      onLine: (line) => handlers.onLine(line ?? ""),
+      onClose: (error) => {
+        if (!open) {
+          reject(error ?? Object.assign(new Error("Connection closed"), { code: "ECONNRESET" }));
+          return;
+        }
+        if (closed) return;
+        closed = true;
+        handlers.onClose(error);
+      },
     });
   });
 }
 
-/**
- * Feeds a node:net socket's data to `onLine`; calls `onClose` once. A line over `maxLineBytes`
- * ends the connection, after `lastWords` (if given) has been written to the peer.
- */
-export function wireLines(
-  socket: Socket,
-  maxLineBytes: number,
-  onLine: (line: string | null) => void,
-  onClose: (error?: Error) => void,
-  lastWords?: (error: RangeError) => string,
-  strict = false,
-): void {
-  const splitter = new LineSplitter(maxLineBytes, strict);
+export type SocketLineOptions = {
+  /** A longer line ends the connection. */
+  maxLineBytes: number;
+  /** Each complete line; null for one that is not valid UTF-8 when `strict`. */
+  onLine(line: string | null): void;
+  /** Called once, when the connection is gone for any reason (error carries why, if known). */
+  onClose(error?: Error): void;
+  /** What to tell the peer about a line over the cap before the connection is closed. */
+  lastWords?(error: RangeError): string;
+  /** Lines that are not valid UTF-8 come out as null (the server rejects them) instead of decoded with replacement characters. */
+  strict?: boolean;
+};
+
+/** Feeds a node:net socket's data, line by line, to `options.onLine`. */
+export function wireLines(socket: Socket, options: SocketLineOptions): void {
+  const { onLine, onClose, lastWords } = options;
+  const splitter = new LineSplitter(options.maxLineBytes, options.strict === true);
   let error: Error | undefined;
   socket.on("data", (chunk: Buffer) => {
     if (error) return;

@@ -1,0 +1,224 @@
+// What the supervisor does with one request line: hello and stop first (they work across versions),
+// then requests that act at once (interrupt, cancel, close, list, status: never queued behind a cell),
+// and everything else in its session's FIFO (session_table.ts). Every request gets exactly one final
+// reply, `result`, `ok` or `error`, with its id; a failure in one request never reaches another.
+import { existsSync } from "node:fs";
+import { AwreplError } from "../core/errors.ts";
+import { AWREPL_VERSION, buildId, SUPERVISOR_PROTOCOL } from "../core/version.ts";
+import type {
+  ClientRequest,
+  DaemonStatus,
+  ExecuteCallRequest,
+  HelloRequest,
+  SessionCallRequest,
+} from "../protocol/supervisor.ts";
+import type { HomeLayout } from "../settings/home.ts";
+import type { ReplSession } from "../session/session.ts";
+import { defaultSnapshotPath, savedSessionNames } from "../session/snapshot_files.ts";
+import type { ClientConnection } from "./client_connection.ts";
+import { forgetClosedSession, snapshotBeforeStop } from "./persistence.ts";
+import { checkRequest, readRequestLine } from "./requests.ts";
+import { asAwreplError, type Call, type SessionTable } from "./session_table.ts";
+
+/** What request handling needs of the supervisor. */
+export type RequestHost = {
+  readonly layout: HomeLayout;
+  readonly sessions: SessionTable;
+  readonly log: (line: string) => void;
+  /** True once a stop has begun: requests are refused. */
+  readonly stopping: boolean;
+  /** Other builds of this version that have connected (logged once each). */
+  readonly buildsSeen: Set<string>;
+  stop(reason: string): void;
+  status(): DaemonStatus;
+};
+
+/** A request that runs in its session's FIFO. */
+type QueuedRequest = Extract<ClientRequest, { type: "open" }> | ExecuteCallRequest | SessionCallRequest;
+
+/** One line from `client` (null: not valid UTF-8). */
+export function handleLine(host: RequestHost, client: ClientConnection, line: string | null): void {
+  if (line === null) {
+    client.error(null, new AwreplError("protocol", "Request is not valid UTF-8"));
+    return;
+  }
+  const read = readRequestLine(line);
+  if ("error" in read) {
+    client.error(read.id, read.error);
+    return;
+  }
+  // Until a hello of our version, only hello and stop are read any further: a client of another
+  // version may spell everything else its own way, and gets version_mismatch for it.
+  if (read.type !== "hello" && read.type !== "stop" && client.hello !== "ok") {
+    const error =
+      client.hello === "pending"
+        ? new AwreplError("protocol", "The first request must be hello")
+        : new AwreplError("version_mismatch", `This supervisor is awrepl ${AWREPL_VERSION} (protocol ${SUPERVISOR_PROTOCOL}); stop it and start your own`);
+    client.error(read.id, error);
+    return;
+  }
+  let request: ClientRequest;
+  try {
+    request = checkRequest(read);
+  } catch (err) {
+    client.error(read.id, asAwreplError(err));
+    return;
+  }
+  if (request.type === "hello") return hello(host, client, request);
+  if (request.type === "stop") {
+    // Accepted whatever the hello said: a client of another version replaces us this way.
+    client.reply({ event: "ok", id: read.id, value: null });
+    host.stop("stop requested");
+    return;
+  }
+  if (host.stopping) {
+    client.error(request.id, new AwreplError("supervisor_unreachable", "The supervisor is stopping"));
+    return;
+  }
+  try {
+    dispatch(host, client, request);
+  } catch (err) {
+    client.error(request.id, asAwreplError(err));
+  }
+}
+
+function hello(host: RequestHost, client: ClientConnection, request: HelloRequest): void {
+  // Builds of one version are compatible by contract: only the version and protocol decide. (A
+  // rebuilt binary replacing the supervisor would end every session whenever a test suite or a
+  // developer rebuilds; the build is reported, so `daemon status` shows which code runs.)
+  const build = buildId();
+  const ok = request.protocol === SUPERVISOR_PROTOCOL && request.version === AWREPL_VERSION;
+  const otherBuild = request.build !== undefined && request.build !== build && !host.buildsSeen.has(request.build);
+  if (!ok || otherBuild) {
+    if (request.build !== undefined) host.buildsSeen.add(request.build);
+    host.log(`client of version ${request.version} build ${request.build ?? "?"} (protocol ${request.protocol}) connected; this is ${AWREPL_VERSION} build ${build}`);
+  }
+  client.hello = ok ? "ok" : "mismatch";
+  // Both spellings, always: the client's version is not known to it until it reads this.
+  client.reply({ event: "hello", type: "hello", ok, protocol: SUPERVISOR_PROTOCOL, version: AWREPL_VERSION, build, pid: process.pid });
+}
+
+function dispatch(host: RequestHost, client: ClientConnection, request: Exclude<ClientRequest, { type: "hello" | "stop" }>): void {
+  const { sessions } = host;
+  const ok = (value: unknown) => client.reply({ event: "ok", id: request.id, value });
+  const later = (value: Promise<unknown>) => void value.then(ok, (err: unknown) => client.error(request.id, asAwreplError(err)));
+  switch (request.type) {
+    case "interrupt":
+      return later(sessions.interrupt(request.session).then((interrupted) => ({ interrupted })));
+    case "cancel":
+      return ok({ cancelled: sessions.cancel(client, request.target) });
+    case "close":
+      return later(closeSession(host, request.session, request.keep === true));
+    case "close_all":
+      return later(closeAllSessions(host, request.keep === true));
+    case "list":
+      return ok(sessions.list());
+    case "status":
+      return ok(host.status());
+    default:
+      return queue(host, client, request);
+  }
+}
+
+/** Queues `request` in its session's FIFO; the session is created from the request's spec if needed. */
+function queue(host: RequestHost, client: ClientConnection, request: QueuedRequest): void {
+  const { id, session: name } = request;
+  if (request.spec?.existing && !host.sessions.has(name) && !existsSync(defaultSnapshotPath(host.layout.home, name))) {
+    throw new AwreplError("session_not_found", `No session named ${JSON.stringify(name)}`);
+  }
+  // Whether this call created the session. (It is known once submit() returns; a call on a session
+  // that exists already may start inside submit(), and then it is false, as it should be.)
+  let created = false;
+  const call: Call = {
+    owner: client,
+    id,
+    abort: new AbortController(),
+    fail: (error) => client.error(id, error),
+    run: async (session, signal) => {
+      if (request.type === "execute") return execute(client, session, request, signal, created);
+      if (request.type === "open") return client.reply({ event: "ok", id, value: { created, pid: session.pid } });
+      // Its client went away (or cancelled it): interrupt the request too, a listing stuck in a __repr__ say.
+      const onAbort = () => void session.interrupt();
+      signal.addEventListener("abort", onAbort, { once: true });
+      try {
+        client.reply({ event: "ok", id, value: await sessionCall(session, request) });
+      } finally {
+        signal.removeEventListener("abort", onAbort);
+      }
+    },
+  };
+  created = host.sessions.submit(name, request.spec, call);
+}
+
+async function execute(client: ClientConnection, session: ReplSession, request: ExecuteCallRequest, signal: AbortSignal, created: boolean): Promise<void> {
+  const { id, session: name } = request;
+  // Asked for by a later caller (`run --autosave`): switched on, never off, by a spec.
+  if (request.spec?.autosave === true) session.autosave = true;
+  const stream = request.stream === true;
+  // Past the client's live_limit its output is not shown: not forwarding it saves copying (and
+  // buffering, for a slow reader) what the result's head and tail carry anyway.
+  let liveLeft = request.live_limit ?? Number.POSITIVE_INFINITY;
+  const result = await session.execute(request.code, {
+    timeoutMs: request.timeout_ms,
+    maxOutputBytes: request.max_output_bytes,
+    filename: request.filename,
+    signal,
+    // Forwarded as the runtime wrote it: never decoded and re-encoded here.
+    onRawOutput: stream
+      ? (s, raw) => {
+          if (liveLeft <= 0) return;
+          liveLeft -= raw.bytes;
+          client.output(s, id, raw);
+        }
+      : undefined,
+    onDisplay: stream ? (item) => client.display(id, item) : undefined,
+  });
+  result.session = name;
+  // A session re-created from its snapshot says so in `restored`; without one its state is gone.
+  if (created && request.known && !result.restored) {
+    const lost = `Session ${name} was not running (closed, or its supervisor stopped); this call ran in a fresh worker and the earlier state is gone.`;
+    result.notice = result.notice ? `${lost} ${result.notice}` : lost;
+  }
+  client.reply({ event: "result", id, result });
+}
+
+/** The answer to a session request other than execute and open. */
+async function sessionCall(session: ReplSession, request: SessionCallRequest): Promise<unknown> {
+  switch (request.type) {
+    case "variables":
+      return session.variables();
+    case "inspect":
+      return session.inspect(request.name);
+    case "reset":
+      await session.reset();
+      return null;
+    case "complete":
+      return session.complete(request.code, request.cursor);
+    case "is_complete":
+      return session.isComplete(request.code);
+    case "snapshot":
+      return session.snapshot(request.path);
+    case "restore":
+      return session.restore(request.path);
+  }
+}
+
+/**
+ * Ends a session (if it runs) and forgets its snapshot (also when it does not run); with `keep`, a
+ * running session is snapshotted first instead, so its next use restores it as it was.
+ */
+async function closeSession(host: RequestHost, name: string, keep: boolean): Promise<{ closed: boolean; forgot: boolean }> {
+  if (keep) await snapshotBeforeStop(host.sessions.live().filter(([n]) => n === name), host.log);
+  const closed = await host.sessions.close(name);
+  const forgot = forgetClosedSession(host.layout.home, name, keep);
+  if (forgot) host.log(`session ${name}: snapshot forgotten`);
+  return { closed, forgot };
+}
+
+async function closeAllSessions(host: RequestHost, keep: boolean): Promise<{ closed: string[]; forgot: string[] }> {
+  if (keep) await snapshotBeforeStop(host.sessions.live(), host.log);
+  const closed = await host.sessions.closeAll();
+  const forgot = keep ? [] : savedSessionNames(host.layout.home).filter((name) => forgetClosedSession(host.layout.home, name, false));
+  if (forgot.length) host.log(`snapshots forgotten: ${forgot.join(", ")}`);
+  return { closed, forgot };
+}
