@@ -140,6 +140,38 @@ describe("attach", () => {
     expect(afterStop.restored?.restored).toEqual(["y"]);
   });
 
+  test("resendSafeCalls: a call safe to repeat that the supervisor's end cut off goes to a new supervisor; a cell is never sent twice", async () => {
+    const h = home();
+    const slowRepr = "class Slow:\n    def __repr__(self):\n        import time\n        time.sleep(2)\n        return 'slow'\nslow = Slow()";
+    const busy = async (name: string) => waitFor(async () => (await listSessions({ home: h })).find((s) => s.name === name)?.state === "busy");
+    const kill = async () => process.kill((await daemonStatus({ home: h }))!.pid, "SIGKILL");
+
+    // Without the option a cut-off call fails, whatever it was.
+    await using plain = await attach("plain", { home: h, python: PYTHON });
+    await plain.execute(slowRepr);
+    const cut = plain.variables();
+    await busy("plain");
+    await kill();
+    await expect(cut).rejects.toMatchObject({ code: "supervisor_unreachable" });
+
+    await using s = await attach("again", { home: h, python: PYTHON, resendSafeCalls: true });
+    await s.execute(slowRepr);
+    const listing = s.variables();
+    await busy("again");
+    await kill();
+    // Sent again to a new supervisor, where the session starts afresh (nothing was snapshotted).
+    expect(await listing).toEqual({});
+    await s.execute(slowRepr);
+    const cell = s.execute("import time\ntime.sleep(30)");
+    await busy("again");
+    await kill();
+    await expect(cell).rejects.toMatchObject({ code: "supervisor_unreachable" });
+    // The next call connects again, and says the state is gone.
+    const next = await s.execute("'slow' in globals()");
+    expect(next.value).toBe("False");
+    expect(next.notice).toContain("earlier state is gone");
+  }, 60_000);
+
   test("close --keep keeps the snapshot; close forgets it, also when no supervisor runs", async () => {
     const h = home();
     await using s = await attach("kept", { home: h, python: PYTHON });

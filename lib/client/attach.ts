@@ -1,18 +1,21 @@
 // The library's way to a supervisor-held session: attach(name) returns a Session (the interface
 // ReplSession implements) whose worker lives in the background supervisor, so a TypeScript agent and
-// a shell (`awrepl -s name run ...`) share one live namespace. Plus the calls behind `sessions`,
-// `close` and `daemon`. Keep this module's imports small: it is on the CLI's hot path.
+// a shell (`awrepl -s name run ...`) share one live namespace, and where the library's camelCase
+// options become the protocol's snake_case requests. Plus the calls behind `sessions`, `close` and
+// `daemon`. Each entry point resolves the state directory's layout once (layoutOf) and passes it down.
+// Keep this module's imports small: it is on the CLI's hot path.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { SupervisorConnection } from "./connection.ts";
-import { connectFast, connectSupervisor, processAlive, stopAndWait } from "./start.ts";
+import { connectFast, connectSupervisor, stopAndWait } from "./start.ts";
+import { processAlive } from "../core/process.ts";
 import { AwreplError } from "../core/errors.ts";
 import { checkSessionName } from "../core/names.ts";
 import type { RawText } from "../wire/output_frames.ts";
 import type { DaemonStatus, SessionInfo, SessionSpec } from "../protocol/supervisor.ts";
 import type { ExecResult, RestoreReport } from "../protocol/result.ts";
 import type { InspectInfo } from "../protocol/runtime.ts";
-import { type ClientOptions, type HomeLayout, homeLayout, layoutOf, resolveHome } from "../settings/home.ts";
+import { type ClientOptions, type HomeLayout, layoutOf } from "../settings/home.ts";
 import type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, SnapshotReport } from "../protocol/api.ts";
 
 export type { ClientOptions } from "../settings/home.ts";
@@ -20,10 +23,13 @@ export type { ClientOptions } from "../settings/home.ts";
 /**
  * SessionOptions say how the session is created if it does not exist yet (an existing session keeps
  * the interpreter, directory and environment it started with); `clientEnv` is the caller's
- * environment, used to find the state directory (unless `home` is given) and to start the supervisor.
+ * environment, used to find the state directory (unless `home` or `layout` is given) and to start the
+ * supervisor.
  */
 export type AttachOptions = SessionOptions & {
   clientEnv?: NodeJS.ProcessEnv;
+  /** The state directory's layout, already resolved (a command resolves it once); beats `home` and `clientEnv`. */
+  layout?: HomeLayout;
   /**
    * The interpreter to use when `python` is not given (a config default): unlike `python`, a
    * session re-created from its snapshot keeps the interpreter it was created with instead.
@@ -31,73 +37,78 @@ export type AttachOptions = SessionOptions & {
   defaultPython?: string;
   /** Only an existing session, or one with a snapshot to restore: never create a fresh one (session_not_found). */
   existing?: boolean;
+  /**
+   * For a long-lived client (`serve`): a call that is safe to repeat (variables, inspect, reset,
+   * complete, is_complete) and that the supervisor's going away cut off is sent again at once, to a
+   * new supervisor; and any call that finds the supervisor gone or stopping makes the next one
+   * connect again. A cell, snapshot or restore is never sent twice: it may have run.
+   */
+  resendSafeCalls?: boolean;
 };
 
 export async function attach(name: string, options: AttachOptions = {}, early?: EarlyConnection): Promise<RemoteSession> {
   checkSessionName(name);
   const env = options.clientEnv ?? process.env;
-  const paths = early?.paths ?? homeLayout(resolveHome({ env, home: options.home }));
+  const layout = early?.layout ?? layoutOf({ env, home: options.home, layout: options.layout });
   // No round trip here: the first call carries the session's spec and creates it if needed.
-  const conn = early ? ((await early.conn) ?? (await connectFast(paths, env))) : await connectFast(paths, env);
-  return new RemoteSession(name, conn, sessionSpec(options, env), paths, env);
+  const conn = (await early?.conn) ?? (await connectFast(layout, env));
+  return new RemoteSession(name, conn, { spec: sessionSpec(options, env), layout, env, resendSafeCalls: options.resendSafeCalls === true });
 }
 
-/** A connection (and its hello) on its way, started before attach() (see connectEarly). */
 /** RemoteSession.execute's options: Session's, plus undecoded live output and a live-output limit. */
 export type RemoteExecuteOptions = ExecuteOptions & {
   onRawOutput?(stream: "stdout" | "stderr", raw: RawText): void;
   liveLimit?: number;
 };
 
-export type EarlyConnection = { paths: HomeLayout; conn: Promise<SupervisorConnection | null> };
+/** A connection (and its hello) on its way, started before attach() (see connectEarly). */
+export type EarlyConnection = { layout: HomeLayout; conn: Promise<SupervisorConnection | null> };
 
 /**
  * Starts connecting to the supervisor and sends hello, for a later attach(name, options, early) with
- * the same `home`/`clientEnv`: the CLI reads its cell and config meanwhile, so the connection's set-up
- * on both sides is off the critical path. Resolves null when no supervisor listens (attach starts one).
+ * the same `layout`/`home`/`clientEnv`: the CLI reads its cell and config meanwhile, so the connection's
+ * set-up on both sides is off the critical path. Resolves null when no supervisor listens (attach starts one).
  */
-export function connectEarly(options: Pick<AttachOptions, "home" | "clientEnv"> = {}): EarlyConnection {
-  const env = options.clientEnv ?? process.env;
-  const paths = homeLayout(resolveHome({ env, home: options.home }));
-  const conn = SupervisorConnection.connect(paths);
+export function connectEarly(options: Pick<AttachOptions, "home" | "clientEnv" | "layout"> = {}): EarlyConnection {
+  const layout = layoutOf({ env: options.clientEnv, home: options.home, layout: options.layout });
+  const conn = SupervisorConnection.connect(layout);
   conn.catch(() => {}); // reported by attach(), if it is ever called
-  return { paths, conn };
+  return { layout, conn };
 }
+
+type RemoteSessionSetup = {
+  /** How the session is created when a call finds it missing. */
+  spec: SessionSpec;
+  layout: HomeLayout;
+  /** The caller's environment, to start a supervisor with. */
+  env: NodeJS.ProcessEnv;
+  resendSafeCalls: boolean;
+};
+
+/** Whether sending a call again after the supervisor went away mid-call is harmless. */
+type Repeat = "safe" | "once";
 
 /**
  * A session held by the supervisor. `close()` (and `await using`) only detaches this client: the
  * session lives on for other clients and later shell calls. `closeSession(name)` ends it.
+ *
+ * Reconnecting lives here, and only here. A connection that is gone (daemon stop, a crash) is replaced
+ * before the next call, which starts a supervisor if none runs; the session is re-created from its
+ * spec, restored from its snapshot when it has one, and a result says when the state is gone. A call
+ * that provably never ran (the supervisor is another version, or closed before answering hello) is
+ * sent again, once; with `resendSafeCalls`, so is a call safe to repeat that was cut off.
  */
 export class RemoteSession implements Session {
+  /** A call of ours has reached the session (so a later re-creation means lost state). */
+  #used = false;
+  /** A call found the supervisor gone or stopping: the next one connects again (resendSafeCalls). */
+  #stale = false;
+
   constructor(
     readonly id: string,
     private conn: SupervisorConnection,
-    private readonly spec: SessionSpec,
-    private readonly paths: HomeLayout,
-    private readonly env: NodeJS.ProcessEnv,
+    private readonly setup: RemoteSessionSetup,
   ) {}
-
-  /** A call of ours has reached the session (so a later re-creation means lost state). */
-  private used = false;
-
-  /**
-   * Sends a request; if the supervisor turned out to be another version (or went away before it
-   * answered hello), nothing ran: replace it and send again, once.
-   */
-  private async send<T>(request: (conn: SupervisorConnection) => Promise<T>): Promise<T> {
-    // Lost earlier (daemon stop, a crash): this call goes to a new supervisor, which re-creates the
-    // session from its spec; the result's notice says the state is gone.
-    if (this.conn.closed) this.conn = (await connectSupervisor(this.paths, { autostart: true, env: this.env })) as SupervisorConnection;
-    const conn = this.conn;
-    try {
-      return await request(conn);
-    } catch (err) {
-      if (!conn.neverRan(err)) throw err;
-      conn.close();
-      this.conn = (await connectSupervisor(this.paths, { autostart: true, env: this.env })) as SupervisorConnection;
-      return request(this.conn);
-    }
-  }
 
   /**
    * `onRawOutput` (not part of Session) gets live output undecoded, as ReplSession's does.
@@ -109,7 +120,7 @@ export class RemoteSession implements Session {
     signal?.throwIfAborted?.();
     // Live output goes undecoded to onRawOutput, or decoded to onOutput.
     const output = onRawOutput ?? (onOutput ? (stream: "stdout" | "stderr", raw: RawText) => onOutput(stream, raw.text()) : undefined);
-    return this.send(async (conn) => {
+    return this.#send("once", async (conn) => {
       const call = conn.execute(
         {
           type: "execute",
@@ -117,10 +128,10 @@ export class RemoteSession implements Session {
           code,
           timeout_ms: options.timeoutMs,
           max_output_bytes: options.maxOutputBytes,
-          stream: Boolean(onOutput || onDisplay || onRawOutput),
+          stream: Boolean(output || onDisplay),
           live_limit: options.liveLimit,
-          spec: this.spec,
-          known: this.used,
+          spec: this.setup.spec,
+          known: this.#used,
           filename: options.filename,
         },
         { output, display: onDisplay },
@@ -129,7 +140,7 @@ export class RemoteSession implements Session {
       signal?.addEventListener("abort", onAbort, { once: true });
       try {
         const result = await call;
-        this.used = true;
+        this.#used = true;
         return result;
       } finally {
         signal?.removeEventListener("abort", onAbort);
@@ -138,35 +149,35 @@ export class RemoteSession implements Session {
   }
 
   variables(): Promise<Record<string, string>> {
-    return this.send((c) => c.call({ type: "variables", session: this.id, spec: this.spec }));
+    return this.#send("safe", (c) => c.call({ type: "variables", session: this.id, spec: this.setup.spec }));
   }
 
   inspect(name: string): Promise<InspectInfo> {
-    return this.send((c) => c.call({ type: "inspect", session: this.id, name, spec: this.spec }));
+    return this.#send("safe", (c) => c.call({ type: "inspect", session: this.id, name, spec: this.setup.spec }));
   }
 
   async reset(): Promise<void> {
-    await this.send((c) => c.call({ type: "reset", session: this.id, spec: this.spec }));
+    await this.#send("safe", (c) => c.call({ type: "reset", session: this.id, spec: this.setup.spec }));
   }
 
   async interrupt(): Promise<void> {
-    await this.send((c) => c.call({ type: "interrupt", session: this.id }));
+    await this.#send("once", (c) => c.call({ type: "interrupt", session: this.id }));
   }
 
   complete(code: string, cursor?: number): Promise<string[]> {
-    return this.send((c) => c.call({ type: "complete", session: this.id, code, cursor, spec: this.spec }));
+    return this.#send("safe", (c) => c.call({ type: "complete", session: this.id, code, cursor, spec: this.setup.spec }));
   }
 
   isComplete(code: string): Promise<{ status: CompletenessStatus; indent: string }> {
-    return this.send((c) => c.call({ type: "is_complete", session: this.id, code, spec: this.spec }));
+    return this.#send("safe", (c) => c.call({ type: "is_complete", session: this.id, code, spec: this.setup.spec }));
   }
 
   snapshot(path?: string): Promise<SnapshotReport> {
-    return this.send((c) => c.call({ type: "snapshot", session: this.id, path, spec: this.spec }));
+    return this.#send("once", (c) => c.call({ type: "snapshot", session: this.id, path, spec: this.setup.spec }));
   }
 
   restore(path?: string): Promise<RestoreReport> {
-    return this.send((c) => c.call({ type: "restore", session: this.id, path, spec: this.spec }));
+    return this.#send("once", (c) => c.call({ type: "restore", session: this.id, path, spec: this.setup.spec }));
   }
 
   /** Detaches: the session stays in the supervisor. */
@@ -177,11 +188,32 @@ export class RemoteSession implements Session {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }
+
+  /** Sends a call on the current connection, replacing it first when it is gone, and again when it may. */
+  async #send<T>(repeat: Repeat, request: (conn: SupervisorConnection) => Promise<T>): Promise<T> {
+    if (this.conn.closed || this.#stale) await this.#reconnect();
+    const conn = this.conn;
+    try {
+      return await request(conn);
+    } catch (err) {
+      const cutOff = this.setup.resendSafeCalls && err instanceof AwreplError && err.code === "supervisor_unreachable";
+      if (cutOff) this.#stale = true;
+      if (!conn.neverRan(err) && !(cutOff && repeat === "safe")) throw err;
+      await this.#reconnect();
+      return request(this.conn);
+    }
+  }
+
+  async #reconnect(): Promise<void> {
+    this.conn.close();
+    this.conn = (await connectSupervisor(this.setup.layout, { autostart: true, env: this.setup.env })) as SupervisorConnection;
+    this.#stale = false;
+  }
 }
 
 /** The sessions the supervisor holds; empty when no supervisor runs (none is started). */
 export async function listSessions(options: ClientOptions = {}): Promise<SessionInfo[]> {
-  return (await withSupervisor(options, (c) => c.call({ type: "list" }))) ?? [];
+  return (await withSupervisor(layoutOf(options), (c) => c.call({ type: "list" }))) ?? [];
 }
 
 export type CloseOptions = ClientOptions & {
@@ -195,41 +227,42 @@ export type CloseOptions = ClientOptions & {
  */
 export async function closeSession(name: string, options: CloseOptions = {}): Promise<boolean> {
   checkSessionName(name);
+  const layout = layoutOf(options);
   const keep = options.keep === true;
-  const r = await withSupervisor(options, (c) => c.call({ type: "close", session: name, keep }));
+  const r = await withSupervisor(layout, (c) => c.call({ type: "close", session: name, keep }));
   if (r) return r.closed || r.forgot;
   // No supervisor: the snapshot on disk is all there is of the session.
   const { forgetSnapshot } = await import("../session/snapshot_files.ts");
-  return keep ? false : forgetSnapshot(resolveHome(options), name);
+  return keep ? false : forgetSnapshot(layout.home, name);
 }
 
 /** Ends every session and forgets every snapshot (unless `keep`); resolves the names closed or forgotten. */
 export async function closeAllSessions(options: CloseOptions = {}): Promise<string[]> {
+  const layout = layoutOf(options);
   const keep = options.keep === true;
-  const r = await withSupervisor(options, (c) => c.call({ type: "close_all", keep }));
+  const r = await withSupervisor(layout, (c) => c.call({ type: "close_all", keep }));
   if (r) return [...new Set([...r.closed, ...r.forgot])].sort();
   if (keep) return [];
   const { forgetSnapshot, savedSessionNames } = await import("../session/snapshot_files.ts");
-  const home = resolveHome(options);
-  return savedSessionNames(home).filter((n) => forgetSnapshot(home, n));
+  return savedSessionNames(layout.home).filter((n) => forgetSnapshot(layout.home, n));
 }
 
 /** Interrupts a session's running cell from any process. Resolves false when nothing ran. */
 export async function interruptSession(name: string, options: ClientOptions = {}): Promise<boolean> {
   checkSessionName(name);
-  const r = await withSupervisor(options, (c) => c.call({ type: "interrupt", session: name }));
+  const r = await withSupervisor(layoutOf(options), (c) => c.call({ type: "interrupt", session: name }));
   return r?.interrupted ?? false;
 }
 
 /** The running supervisor's status, or null when none runs. */
 export async function daemonStatus(options: ClientOptions = {}): Promise<DaemonStatus | null> {
-  return withSupervisor(options, (c) => c.call({ type: "status" }));
+  return withSupervisor(layoutOf(options), (c) => c.call({ type: "status" }));
 }
 
 /** Stops the supervisor (every session ends with it) and waits until it is gone. False if none ran. */
 export async function stopDaemon(options: ClientOptions = {}): Promise<boolean> {
-  const paths = layoutOf(options);
-  const conn = await SupervisorConnection.connect(paths);
+  const layout = layoutOf(options);
+  const conn = await SupervisorConnection.connect(layout);
   if (!conn) return false;
   let pid: number;
   try {
@@ -241,7 +274,7 @@ export async function stopDaemon(options: ClientOptions = {}): Promise<boolean> 
   }
   await stopAndWait(conn, pid);
   if (processAlive(pid)) {
-    throw new AwreplError("internal", `The supervisor (pid ${pid}) did not stop; see its log: ${paths.log}`);
+    throw new AwreplError("internal", `The supervisor (pid ${pid}) did not stop; see its log: ${layout.log}`);
   }
   return true;
 }
@@ -251,10 +284,9 @@ export function daemonLogPath(options: ClientOptions = {}): string {
   return layoutOf(options).log;
 }
 
-async function withSupervisor<T>(options: ClientOptions, fn: (conn: SupervisorConnection) => Promise<T>): Promise<T | null> {
-  const env = options.env ?? process.env;
-  const paths = layoutOf(options);
-  const conn = await connectSupervisor(paths, { autostart: false, env });
+/** `fn` on a connection to the running supervisor, or null when none runs (none is started). */
+async function withSupervisor<T>(layout: HomeLayout, fn: (conn: SupervisorConnection) => Promise<T>): Promise<T | null> {
+  const conn = await connectSupervisor(layout, { autostart: false });
   if (!conn) return null;
   try {
     return await fn(conn);

@@ -4,11 +4,10 @@
 import { closeSync, existsSync, openSync, renameSync, statSync } from "node:fs";
 import { SupervisorConnection } from "./connection.ts";
 import { AwreplError } from "../core/errors.ts";
-import { ensurePrivateDir } from "../settings/home.ts";
+import { ensurePrivateDir, type HomeLayout } from "../settings/home.ts";
 import { lockHolder } from "../supervisor/start_lock.ts";
 import { processAlive } from "../core/process.ts";
 import { isCompiled } from "../core/version.ts";
-import { type HomeLayout } from "../settings/home.ts";
 
 /** How long a client waits for a supervisor it started (or found starting) to answer. */
 const START_TIMEOUT_MS = 15_000;
@@ -19,30 +18,31 @@ export const SUPERVISOR_SUBCOMMAND = "__supervisor";
 export type ConnectOptions = {
   /** Start the supervisor if none answers (otherwise resolve null). */
   autostart: boolean;
-  env: NodeJS.ProcessEnv;
+  /** The environment to start it with. Default process.env. */
+  env?: NodeJS.ProcessEnv;
 };
 
-/**
- * A connection whose hello said the versions match. A supervisor of another version is asked to
- * stop first and, with `autostart`, replaced by one of ours.
- */
 /**
  * The hot path: a connection with hello written but not yet answered, so the caller's first request
  * goes out in the same breath. The caller must be ready for that request to fail with
  * version_mismatch, or with the connection closing before hello was answered (a supervisor that was
  * exiting); neither ran anything, so it can retry through connectSupervisor().
  */
-export async function connectFast(paths: HomeLayout, env: NodeJS.ProcessEnv): Promise<SupervisorConnection> {
-  return (await SupervisorConnection.connect(paths)) ?? (await connectSupervisor(paths, { autostart: true, env }) as SupervisorConnection);
+export async function connectFast(layout: HomeLayout, env: NodeJS.ProcessEnv): Promise<SupervisorConnection> {
+  return (await SupervisorConnection.connect(layout)) ?? (await connectSupervisor(layout, { autostart: true, env }) as SupervisorConnection);
 }
 
-export async function connectSupervisor(paths: HomeLayout, options: ConnectOptions): Promise<SupervisorConnection | null> {
+/**
+ * A connection whose hello said the versions match. A supervisor of another version is asked to
+ * stop first and, with `autostart`, replaced by one of ours.
+ */
+export async function connectSupervisor(layout: HomeLayout, options: ConnectOptions): Promise<SupervisorConnection | null> {
   let lastError: Error | null = null;
   for (let attempt = 0; attempt < 4; attempt++) {
-    let conn = await SupervisorConnection.connect(paths);
+    let conn = await SupervisorConnection.connect(layout);
     if (!conn) {
       if (!options.autostart) return null;
-      conn = await startAndConnect(paths, options.env);
+      conn = await startAndConnect(layout, options.env ?? process.env);
     }
     let hello;
     try {
@@ -60,11 +60,9 @@ export async function connectSupervisor(paths: HomeLayout, options: ConnectOptio
   }
   throw new AwreplError(
     "supervisor_unreachable",
-    `Cannot reach the supervisor at ${paths.socket}: ${lastError?.message ?? "it keeps going away"} (its log: ${paths.log})`,
+    `Cannot reach the supervisor at ${layout.socket}: ${lastError?.message ?? "it keeps going away"} (its log: ${layout.log})`,
   );
 }
-
-export { processAlive };
 
 /** Asks a supervisor to stop and waits until its process is gone. */
 export async function stopAndWait(conn: SupervisorConnection, pid: number): Promise<void> {
@@ -75,11 +73,11 @@ export async function stopAndWait(conn: SupervisorConnection, pid: number): Prom
   conn.close();
 }
 
-async function startAndConnect(paths: HomeLayout, env: NodeJS.ProcessEnv): Promise<SupervisorConnection> {
-  ensurePrivateDir(paths.home);
+async function startAndConnect(layout: HomeLayout, env: NodeJS.ProcessEnv): Promise<SupervisorConnection> {
+  ensurePrivateDir(layout.home);
   let exited: number | null = null;
-  if (!startInProgress(paths)) {
-    const child = await spawnSupervisor(paths, env);
+  if (!startInProgress(layout)) {
+    const child = await spawnSupervisor(layout, env);
     child.once("exit", (code) => {
       exited = code ?? 1;
     });
@@ -87,16 +85,16 @@ async function startAndConnect(paths: HomeLayout, env: NodeJS.ProcessEnv): Promi
   const deadline = Date.now() + START_TIMEOUT_MS;
   let delay = 2;
   for (;;) {
-    const conn = await SupervisorConnection.connect(paths);
+    const conn = await SupervisorConnection.connect(layout);
     if (conn) return conn;
     // A starter that failed (not one that lost the race and exited 0) will not come back.
     if (exited !== null && exited !== 0) {
-      throw new AwreplError("supervisor_unreachable", `The supervisor failed to start (exit ${exited}); see its log: ${paths.log}`);
+      throw new AwreplError("supervisor_unreachable", `The supervisor failed to start (exit ${exited}); see its log: ${layout.log}`);
     }
     if (Date.now() > deadline) {
       throw new AwreplError(
         "supervisor_unreachable",
-        `The supervisor did not start within ${START_TIMEOUT_MS / 1000} s; see its log: ${paths.log}`,
+        `The supervisor did not start within ${START_TIMEOUT_MS / 1000} s; see its log: ${layout.log}`,
       );
     }
     await sleep(delay);
@@ -105,22 +103,22 @@ async function startAndConnect(paths: HomeLayout, env: NodeJS.ProcessEnv): Promi
 }
 
 /** True when another client's supervisor is starting right now (a live starter holds the lock). */
-function startInProgress(paths: HomeLayout): boolean {
-  return lockHolder(paths.lock) !== null;
+function startInProgress(layout: HomeLayout): boolean {
+  return lockHolder(layout.lock) !== null;
 }
 
 /** Starts the supervisor; node:child_process and node:url load only here, off the warm path. */
-async function spawnSupervisor(paths: HomeLayout, env: NodeJS.ProcessEnv) {
+async function spawnSupervisor(layout: HomeLayout, env: NodeJS.ProcessEnv) {
   const [{ spawn }, { fileURLToPath }] = await Promise.all([import("node:child_process"), import("node:url")]);
-  rotateLog(paths.log);
+  rotateLog(layout.log);
   const [cmd, ...args] = supervisorCommand(env, fileURLToPath);
-  const log = openSync(paths.log, "a", 0o600);
+  const log = openSync(layout.log, "a", 0o600);
   try {
     const child = spawn(cmd as string, args, {
       detached: true,
       stdio: ["ignore", log, log],
-      cwd: paths.home,
-      env: { ...env, AWREPL_HOME: paths.home },
+      cwd: layout.home,
+      env: { ...env, AWREPL_HOME: layout.home },
       windowsHide: true,
     });
     child.on("error", () => {}); // reported through the poll's timeout, naming the log
@@ -154,6 +152,6 @@ export function supervisorCommand(env: NodeJS.ProcessEnv, fileURLToPath: (url: U
   throw new AwreplError("supervisor_unreachable", "Cannot find the awrepl executable to start the supervisor; set AWREPL_BIN");
 }
 
-export function sleep(ms: number): Promise<void> {
+function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }

@@ -1,12 +1,12 @@
 // The body of `serve`, loaded only when the command runs: opens the session (attached in the supervisor
 // when named, a worker of its own when not), picks the terminal or the piped mode, and leaves cleanly.
 import { listSessions, attach } from "../../client/attach.ts";
-import { stateDir } from "../../settings/home.ts";
+import type { HomeLayout } from "../../settings/home.ts";
 import { ReplSession } from "../../session/session.ts";
-import type { Session, SessionOptions } from "../../protocol/api.ts";
+import type { Session } from "../../protocol/api.ts";
 import type { CliContext } from "../context.ts";
+import { attachOptions, ownSessionOptions } from "../session_options.ts";
 import { Terminal } from "./cell.ts";
-import { ReattachingSession } from "./reattach.ts";
 import { HistoryFile, historyPath } from "./history.ts";
 import { servePiped } from "./piped.ts";
 import type { ServeRun } from "./run.ts";
@@ -25,13 +25,12 @@ export async function serve(ctx: CliContext, flags: ServeOptions): Promise<numbe
   const timeoutMs = flags.timeoutMs ?? (interactive ? 0 : config.timeoutMs);
   const maxOutputBytes = flags.maxOutputBytes ?? config.maxOutputBytes;
   const name = ctx.session();
-  const home = stateDir(ctx.env);
-  const options: SessionOptions = { timeoutMs, maxOutputBytes, graceMs: config.graceMs, python: flags.python ?? config.python, cwd: process.cwd(), home };
+  const sessionFlags = { python: flags.python, timeoutMs, maxOutputBytes };
   let session: Session;
   if (name !== undefined) {
-    // Only --python beats the interpreter a session restored from its snapshot was created with.
-    const open = () => attach(name, { ...options, python: flags.python, defaultPython: config.python, clientEnv: ctx.env });
-    session = new ReattachingSession(await open(), open);
+    // A serve outlives supervisors (daemon stop, an upgrade, a crash): the session reconnects by
+    // itself, and completion and the like are sent again when a supervisor's end cut them off.
+    session = await attach(name, { ...attachOptions(ctx, sessionFlags), layout: ctx.layout, resendSafeCalls: true });
     // attach() makes no round trip; the first call creates the session, so a bad interpreter is
     // reported now, before the banner, and the banner can say which Python runs it.
     await session.isComplete("").catch(async (err) => {
@@ -39,7 +38,7 @@ export async function serve(ctx: CliContext, flags: ServeOptions): Promise<numbe
       throw err;
     });
   } else {
-    session = await ReplSession.start(UNNAMED_ID, options);
+    session = await ReplSession.start(UNNAMED_ID, ownSessionOptions(ctx, sessionFlags));
   }
 
   const term = new Terminal(process.stdout, process.stderr, makeStyle(Boolean(process.stdout.isTTY), ctx.env));
@@ -71,8 +70,8 @@ export async function serve(ctx: CliContext, flags: ServeOptions): Promise<numbe
         input: process.stdin,
         // Prompts go where a person sees them: `awrepl serve | tee log` keeps them out of the log.
         output: process.stdout.isTTY || !process.stderr.isTTY ? process.stdout : process.stderr,
-        history: new HistoryFile(historyPath(home, name)),
-        python: await describePython(session, name, ctx.env),
+        history: new HistoryFile(historyPath(ctx.layout.home, name)),
+        python: await describePython(session, name, ctx.layout),
       });
     }
     return await servePiped(run, process.stdin, { exitOnError: Boolean(flags.exitOnError), width: columns(process.stdout) });
@@ -87,7 +86,7 @@ export async function serve(ctx: CliContext, flags: ServeOptions): Promise<numbe
 }
 
 /** "Python 3.11.2 (/usr/bin/python3)" for the banner, or as much of it as is known. */
-async function describePython(session: Session, name: string | undefined, env: NodeJS.ProcessEnv): Promise<string | undefined> {
+async function describePython(session: Session, name: string | undefined, layout: HomeLayout): Promise<string | undefined> {
   let command: string | undefined;
   let version: string | null | undefined;
   if (session instanceof ReplSession) {
@@ -96,7 +95,7 @@ async function describePython(session: Session, name: string | undefined, env: N
     version = info.pythonVersion;
   } else {
     // The supervisor lists it as "COMMAND (VERSION)".
-    const listed = (await listSessions({ env }).catch(() => [])).find((s) => s.name === name)?.python;
+    const listed = (await listSessions({ layout }).catch(() => [])).find((s) => s.name === name)?.python;
     const m = listed ? /^(.*) \(([^()]*)\)$/.exec(listed) : null;
     command = m ? m[1] : listed;
     version = m?.[2];
