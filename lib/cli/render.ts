@@ -9,7 +9,7 @@
 import { isTextMime } from "../session/display.ts";
 import { utf8Length, utf8Prefix } from "../session/output.ts";
 import type { ExecResult } from "../protocol/result.ts";
-import type { RawText } from "../wire/raw_text.ts";
+import type { RawText } from "../wire/output_frames.ts";
 import { writeStream } from "./stdio.ts";
 
 

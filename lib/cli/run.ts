@@ -124,7 +124,7 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
 
 async function connectClient(ctx: CliContext) {
   const { attach, connectEarly } = await import("../client/attach.ts");
-  return { attach, early: connectEarly({ clientEnv: ctx.env, home: ctx.layout.home }) };
+  return { attach, early: connectEarly({ clientEnv: ctx.env, layout: ctx.layout }) };
 }
 
 /** The result of an ephemeral cell whose worker was ended because it ignored Ctrl-C. */

@@ -30,7 +30,7 @@ export function attachOptions(settings: Settings, flags: SessionFlags = {}): Att
     graceMs: config.graceMs,
     autosave: flags.autosave || config.autosave,
     cwd: settings.cwd,
-    home: settings.layout.home,
+    layout: settings.layout,
     clientEnv: settings.env,
   };
 }
