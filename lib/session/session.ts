@@ -24,7 +24,7 @@ import { aftermath, type Recovery, SessionSnapshots } from "./snapshots.ts";
 import { defaultSnapshotPath, describeSnapshot } from "./snapshot_files.ts";
 import type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, SnapshotReport } from "../protocol/api.ts";
 import type { SpareWorkers } from "../worker/spare.ts";
-import type { RequestHandlers, Worker, WorkerListeners } from "../worker/worker.ts";
+import { type RequestHandlers, UndeliveredRequestError, type Worker, type WorkerListeners } from "../worker/worker.ts";
 import { startSessionWorker, type WorkerSpec } from "./worker_start.ts";
 
 export { manifestPath } from "./snapshot_files.ts";
@@ -328,8 +328,8 @@ export class ReplSession implements Session {
   }
 
   /**
-   * The worker for the next request: after a loss between calls, a fresh one with the latest
-   * snapshot restored, which the next execute's result reports.
+   * The worker for the next request: after a loss (between calls, or a request the last worker never
+   * got), a fresh one with the latest snapshot restored, which the next execute's result reports.
    */
   private async liveWorker(): Promise<Worker> {
     for (let restore = true; ; restore = false) {
@@ -368,34 +368,45 @@ export class ReplSession implements Session {
   /**
    * Sends one request to the live worker under a deadline (watchDeadline) and resolves with its `done`,
    * or with `done: null` and the error when the worker was lost meanwhile (the slot says lost then).
-   * `handlers` is asked for once the worker is known.
+   * A request the worker never got (it was gone before the request was written, its exit not seen
+   * yet) goes once more, to the worker that replaces it as after any loss between calls: it cannot
+   * have run. `retry: false` is for a recovery's own restore, which must not start another recovery.
+   * `handlers` is asked for once, when the worker is known.
    */
   private async send<H extends RequestHandlers | undefined>(
     body: RequestBody,
     timeoutMs: number,
-    options: { handlers?: () => H; signal?: AbortSignal },
+    options: { handlers?: () => H; signal?: AbortSignal; retry?: boolean },
   ): Promise<{ done: DoneEvent | null; error: AwreplError | null; call: RunningCall; worker: Worker; handlers: H | undefined }> {
-    const slot = this.slot;
-    const worker = slot.state === "ready" ? slot.worker : await this.liveWorker();
-    const handlers = options.handlers?.();
-    const pending = worker.request(body, handlers);
-    const call = watchDeadline(worker, worker.lastId, timeoutMs, this.graceMs);
-    // interrupt() reaches any request (a client that went away, say), unless it runs inside a
-    // cell's turn (an autosave), which interrupt() already targets.
-    const own = this.running === null;
-    if (own) this.running = call;
-    const unhook = interruptOnAbort(call, options.signal);
-    try {
-      return { done: await pending, error: null, call, worker, handlers };
-    } catch (err) {
-      if (!(err instanceof AwreplError) || err.code !== "worker_died") throw err;
-      // Usually said already by the worker's exit listener, which runs before this rejection.
-      this.lose(worker, { killed: call.killed || worker.wasKilled, exit: worker.exit });
-      return { done: null, error: err, call, worker, handlers };
-    } finally {
-      call.disarm();
-      unhook();
-      if (own && this.running === call) this.running = null;
+    let retry = options.retry ?? true;
+    let handlers: H | undefined;
+    for (;;) {
+      const slot = this.slot;
+      const worker = slot.state === "ready" ? slot.worker : await this.liveWorker();
+      handlers ??= options.handlers?.();
+      const pending = worker.request(body, handlers);
+      const call = watchDeadline(worker, worker.lastId, timeoutMs, this.graceMs);
+      // interrupt() reaches any request (a client that went away, say), unless it runs inside a
+      // cell's turn (an autosave), which interrupt() already targets.
+      const own = this.running === null;
+      if (own) this.running = call;
+      const unhook = interruptOnAbort(call, options.signal);
+      try {
+        return { done: await pending, error: null, call, worker, handlers };
+      } catch (err) {
+        if (!(err instanceof AwreplError) || err.code !== "worker_died") throw err;
+        // Usually said already by the worker's exit listener, which runs before this rejection.
+        this.lose(worker, { killed: call.killed || worker.wasKilled, exit: worker.exit });
+        if (err instanceof UndeliveredRequestError && retry) {
+          retry = false;
+          continue;
+        }
+        return { done: null, error: err, call, worker, handlers };
+      } finally {
+        call.disarm();
+        unhook();
+        if (own && this.running === call) this.running = null;
+      }
     }
   }
 
@@ -405,7 +416,7 @@ export class ReplSession implements Session {
    * `done` into an error carrying its reason. `recoverOnKill: false` is a recovery's own restore.
    */
   private async control(body: RequestBody, okOnly = true, recoverOnKill = true): Promise<DoneEvent> {
-    const { done, error, call, worker } = await this.send(body, this.timeoutMs, {});
+    const { done, error, call, worker } = await this.send(body, this.timeoutMs, { retry: recoverOnKill });
     if (done === null) {
       // A death of its own: the next request recovers from it (and the next execute says so).
       if (!call.killed) throw error;

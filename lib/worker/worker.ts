@@ -1,7 +1,7 @@
 // One Python process speaking the runtime protocol: spawn (in its own process group), handshake on
 // `ready`, one id -> pending request map, event routing, interrupt, kill. When the process exits,
-// every pending request is rejected with one clear error naming the exit code or signal, and later
-// sends fail at once.
+// every pending request is rejected with one clear error naming the exit code or signal (a request
+// the process was already gone for says so: UndeliveredRequestError), and later sends fail at once.
 import { type ChildProcess, spawn } from "node:child_process";
 import { AwreplError } from "../core/errors.ts";
 import { killGroup } from "../core/process.ts";
@@ -23,6 +23,18 @@ export type RequestHandlers = {
 };
 
 export type WorkerExit = { code: number | null; signal: string | null };
+
+/**
+ * The rejection of a request the process never read: it was gone before the request was written (its
+ * exit already seen, or its stdin closed). A caller may send it again to a fresh worker: it cannot have
+ * run. (A request written just before the process died may or may not have been read: that one is an
+ * ordinary "worker_died".)
+ */
+export class UndeliveredRequestError extends AwreplError {
+  constructor(message: string) {
+    super("worker_died", message);
+  }
+}
 
 export type WorkerListeners = {
   /** Output that belongs to no pending request (a background thread writing between cells). */
@@ -48,6 +60,8 @@ type Pending = {
   id: string;
   type: IdRequest["type"];
   handlers: RequestHandlers | undefined;
+  /** Written after the process was gone: it never ran (see UndeliveredRequestError). */
+  undelivered: boolean;
   resolve(done: DoneEvent): void;
   reject(err: Error): void;
 };
@@ -154,13 +168,14 @@ export class Worker {
 
   /** Sends one request and resolves with its `done`; rejects when the worker dies or is closed first. */
   request(body: RequestBody, handlers?: RequestHandlers): Promise<DoneEvent> {
-    if (this.state !== "ready") return Promise.reject(this.unavailable());
+    if (this.state !== "ready") return Promise.reject(this.unavailable(body.type));
     const id = String(++this.nextId);
     return new Promise<DoneEvent>((resolve, reject) => {
-      const pending: Pending = { id, type: body.type, handlers, resolve, reject };
+      const pending: Pending = { id, type: body.type, handlers, resolve, reject, undelivered: false };
       this.pending.set(id, pending);
       if (body.type === "execute" && this.active === null) this.active = pending;
-      this.write(JSON.stringify({ ...body, id }));
+      // Its exit seen (the rest of its output still on the way) or its stdin closed: the process is gone.
+      pending.undelivered = !this.write(JSON.stringify({ ...body, id })) || this.exit !== null;
     });
   }
 
@@ -242,22 +257,26 @@ export class Worker {
     return `: ${line.length > START_DETAIL_CHARS ? `${line.slice(0, START_DETAIL_CHARS)}...` : line}`;
   }
 
-  private write(line: string): void {
+  /** False when the process is known not to get the line (its stdin is closed); the exit handler reports why. */
+  private write(line: string): boolean {
     try {
-      this.stdin.write(`${line}\n`);
+      return this.stdin.write(`${line}\n`);
     } catch {
       // The exit handler rejects whatever is pending.
+      return true;
     }
   }
 
-  private unavailable(): AwreplError {
+  private unavailable(type: IdRequest["type"]): AwreplError {
     if (this.state === "closed") return new AwreplError("worker_closed", "The worker was closed");
-    if (this.state === "dead" && this.exit) return this.diedError(this.exit);
+    if (this.state === "dead" && this.exit) return this.diedError(this.exit, type);
     return new AwreplError("internal", `The worker is not ready (state ${this.state})`);
   }
 
-  private diedError(exit: WorkerExit): AwreplError {
+  /** The worker's death as the error of a pending request; of one it never read when `undelivered` names its type. */
+  private diedError(exit: WorkerExit, undelivered?: IdRequest["type"]): AwreplError {
     const how = this.killedByUs ? "was killed by awrepl" : describeExit(exit);
+    if (undelivered) return new UndeliveredRequestError(`The Python worker (pid ${this.pid}) ${how} before it got the ${undelivered} request${this.diagnostics()}`);
     return new AwreplError("worker_died", `The Python worker (pid ${this.pid}) ${how}${this.diagnostics()}`);
   }
 
@@ -403,14 +422,15 @@ export class Worker {
       if (this.state !== "closed") this.state = "dead";
       // Whatever the worker left in its process group (subprocesses) goes with it.
       if (this.pid > 0) killGroup(this.pid);
+      const died = !spawnError && !this.readyWaiter;
       const error =
         spawnError ??
-        (this.readyWaiter
-          ? new AwreplError("no_interpreter", `Python command ${JSON.stringify(this.label)} ${describeExit(exit)} before it was ready ${NOT_PYTHON}${this.startFailureDetail()}`)
-          : this.diedError(exit));
+        (died
+          ? this.diedError(exit)
+          : new AwreplError("no_interpreter", `Python command ${JSON.stringify(this.label)} ${describeExit(exit)} before it was ready ${NOT_PYTHON}${this.startFailureDetail()}`));
       this.readyWaiter?.reject(error);
       this.readyWaiter = null;
-      this.failPending(error);
+      this.failPending(error, died ? exit : undefined);
       this.resolveExited(exit);
       this.listeners.onExit?.(exit, this);
     };
@@ -432,10 +452,11 @@ export class Worker {
     stdout.once("close", once);
   }
 
-  private failPending(error: AwreplError): void {
+  /** Rejects every pending request with `error`; after a death (`diedOf`), undelivered ones say so. */
+  private failPending(error: AwreplError, diedOf?: WorkerExit): void {
     const all = [...this.pending.values()];
     this.pending.clear();
     this.active = null;
-    for (const p of all) p.reject(error);
+    for (const p of all) p.reject(p.undelivered && diedOf ? this.diedError(diedOf, p.type) : error);
   }
 }
