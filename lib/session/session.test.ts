@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { truncationMarker } from "./output.ts";
 import { ReplSession } from "./session.ts";
@@ -434,6 +434,80 @@ describe("deadlines and closing while busy", () => {
     const r = await s.execute("1 + 1");
     expect(r.value).toBe("2");
     expect(r.notice).toContain("earlier state is gone");
+  });
+});
+
+/**
+ * SIGKILLs the worker `pid` (and its process group: the runtime's stdin watchdog holds its stdin too)
+ * and waits, without giving the event loop a turn, until nothing of the group runs: the session has
+ * not seen the exit when its next call comes, as a supervisor under load may not. Linux only (/proc).
+ */
+function killUnseen(pid: number): void {
+  process.kill(-pid, "SIGKILL");
+  const deadline = performance.now() + 5000;
+  while (groupRuns(pid)) if (performance.now() > deadline) throw new Error(`process group ${pid} did not die within 5 s`);
+}
+
+/** True while a process of group `pgid` runs: not a zombie, or a zombie leader whose other threads still exit (its files still open). */
+function groupRuns(pgid: number): boolean {
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, "latin1");
+    } catch {
+      continue; // gone meanwhile
+    }
+    const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (Number(pgrp) !== pgid) continue;
+    if (state !== "Z") return true;
+    try {
+      if (readdirSync(`/proc/${entry}/task`).length > 1) return true;
+    } catch {
+      // reaped meanwhile
+    }
+  }
+  return false;
+}
+
+describe.skipIf(process.platform !== "linux")("a worker gone before the session saw its exit", () => {
+  test("the next cell runs in a fresh worker restored from the autosave, not reported as died", async () => {
+    const s = await start({ autosave: true });
+    await s.execute("kept = [1, 2, 3]");
+    await s.variables(); // queued behind the autosave: the snapshot is on disk now
+    killUnseen(s.pid ?? 0);
+    const r = await s.execute("kept");
+    expect(r.status).toBe("ok");
+    expect(r.value).toBe("[1, 2, 3]");
+    expect(r.notice).toContain("was killed by signal SIGKILL; this call ran in a fresh worker restored from its snapshot of");
+    expect(r.restored?.restored).toEqual(["kept"]);
+    expect((await s.execute("kept")).notice).toBeUndefined();
+  });
+
+  test("without a snapshot the cell runs in a fresh worker and the result says the state is gone", async () => {
+    const s = await start();
+    await s.execute("x = 1");
+    killUnseen(s.pid ?? 0);
+    const r = await s.execute("'x' in globals()");
+    expect(r.status).toBe("ok");
+    expect(r.value).toBe("False");
+    expect(r.notice).toContain("earlier state is gone");
+  });
+
+  test("variables() goes to the fresh worker too; the next cell is told", async () => {
+    const s = await start();
+    await s.execute("x = 1");
+    killUnseen(s.pid ?? 0);
+    expect(await s.variables()).toEqual({});
+    expect((await s.execute("1")).notice).toContain("earlier state is gone");
+  });
+
+  test("a cell whose own worker dies is still died, and runs once", async () => {
+    const s = await start();
+    const marker = join(fixture.tmp.home, "ran");
+    const r = await s.execute(`open(${JSON.stringify(marker)}, "a").write("x")\nimport os; os.kill(os.getpid(), 9)`);
+    expect(r.status).toBe("died");
+    expect(readFileSync(marker, "utf8")).toBe("x");
   });
 });
 

@@ -3,10 +3,12 @@
 // fresh worker after a death, with the loss of state said in the next result's `notice` — or, when
 // the session has a snapshot, the fresh worker restored from it and the result saying which state it
 // went back to. Opt-in autosave snapshots after every cell that changed the namespace.
-// Calls run one at a time in arrival order; interrupt() bypasses the queue.
-import { existsSync, rmSync } from "node:fs";
+// Calls run one at a time in arrival order (call_queue.ts); interrupt() bypasses the queue. The
+// worker's situation and what the next result says once are session_state.ts's.
+import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { CellRecorder, type LiveOutput, lostStateNotice, restoredStateNotice } from "./cell.ts";
+import { CallQueue } from "./call_queue.ts";
+import { CellRecorder, type LiveOutput } from "./cell.ts";
 import { DisplayWriter } from "./display.ts";
 import { AwreplError } from "../core/errors.ts";
 import { checkLimits, DEFAULTS } from "../core/limits.ts";
@@ -16,12 +18,14 @@ import { checkSessionName } from "../core/names.ts";
 import type { DoneEvent, InspectInfo } from "../protocol/runtime.ts";
 import type { ExecResult, RestoreReport } from "../protocol/result.ts";
 import { type Interpreter, resolveInterpreter } from "../worker/interpreter.ts";
-import { type Launch, runtimeLaunch } from "../worker/launch.ts";
+import { interruptByUser, interruptOnAbort, type RunningCall, watchDeadline } from "./running_call.ts";
+import { checkMove, type Loss, NextResultNotices, type WorkerSlot } from "./session_state.ts";
 import { aftermath, type Recovery, SessionSnapshots } from "./snapshots.ts";
 import { defaultSnapshotPath, describeSnapshot } from "./snapshot_files.ts";
 import type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, SnapshotReport } from "../protocol/api.ts";
-import { type SpareWorkers, spareKey } from "../worker/spare.ts";
-import { Worker, type WorkerExit, type WorkerListeners, type WorkerOptions } from "../worker/worker.ts";
+import type { SpareWorkers } from "../worker/spare.ts";
+import { type RequestHandlers, UndeliveredRequestError, type Worker, type WorkerListeners } from "../worker/worker.ts";
+import { startSessionWorker, type WorkerSpec } from "./worker_start.ts";
 
 export { manifestPath } from "./snapshot_files.ts";
 
@@ -54,18 +58,8 @@ export type ReplSessionInfo = {
   lastActiveAt: number;
 };
 
-/** A request in flight: what the timeout, abort and interrupt() paths need to reach it. */
-type RunningCall = {
-  id: string;
-  worker: Worker;
-  userInterrupted: boolean;
-  timedOut: boolean;
-  killed: boolean;
-  disarm(): void;
-};
-
-/** How long after a session's worker is ready its replacement spare is started. */
-const SPARE_DELAY_MS = 100;
+type RequestBody = Parameters<Worker["request"]>[0];
+type CellOptions = ExecuteOptions & Pick<LiveOutput, "onRawOutput">;
 
 export class ReplSession implements Session {
   readonly id: string;
@@ -83,40 +77,24 @@ export class ReplSession implements Session {
   lastActiveAt = Date.now();
   cellsRun = 0;
 
-  private readonly env: NodeJS.ProcessEnv;
+  private readonly spec: WorkerSpec;
   private readonly displays: DisplayWriter;
-  private readonly spares: SpareWorkers | null;
-  private worker: Worker | null = null;
-  private starting: Promise<Worker> | null = null;
-  private running: RunningCall | null = null;
-  /** What the next execute's `notice` says: why the state it had is gone. */
-  private lostNotice: string | null = null;
-  /** How the last worker was lost, for the notice of the call that recovers from it. */
-  private lostWorker: { killed: boolean; exit: WorkerExit | null } | null = null;
-  /** The worker was lost between calls: the next call restores the latest snapshot, if any, first. */
-  private needsRecovery = false;
+  /** The worker's situation; it changes only through become(). */
+  private slot: WorkerSlot = { state: "none" };
+  /** What the next execute's result says once. */
+  private readonly notices = new NextResultNotices();
   /** Snapshots written and read through this session's worker; what a lost worker goes back to. */
   private readonly snapshots: SessionSnapshots;
-  /** A restore the next execute's result reports (at start, or after a worker lost between calls). */
-  private pendingRestore: RestoreReport | null = null;
-  /** Said once by the next execute's notice (an autosave that failed, names it had to skip). */
-  private pendingNotes: string[] = [];
-  /** The last cell's worker was killed or died (its result says what the state went back to). */
-  private lastCellLostWorker = false;
+  private readonly calls: CallQueue;
+  /** The request in flight: what interrupt() reaches. */
+  private running: RunningCall | null = null;
   /** Output that arrived between cells (background threads): it opens the next cell's output. */
   private stray: OutputCollector | null = null;
-  private queue: Promise<unknown> = Promise.resolve();
-  private queued = 0;
-  /** Calls started or waiting; 0 means the next call may start at once. */
-  private inFlight = 0;
-  private closed = false;
-  private closing: Promise<void> | null = null;
 
   private constructor(id: string, options: ReplSessionOptions, home: string, interpreter: Interpreter, env: NodeJS.ProcessEnv) {
     this.id = id;
     this.home = home;
     this.interpreter = interpreter;
-    this.env = env;
     this.timeoutMs = options.timeoutMs ?? DEFAULTS.timeoutMs;
     this.maxOutputBytes = options.maxOutputBytes ?? DEFAULTS.maxOutputBytes;
     this.graceMs = options.graceMs ?? DEFAULTS.graceMs;
@@ -124,15 +102,21 @@ export class ReplSession implements Session {
     this.autosave = options.autosave ?? false;
     this.snapshotMaxBytes = options.snapshotMaxBytes ?? DEFAULTS.snapshotMaxBytes;
     this.snapshotMaxVariableBytes = options.snapshotMaxVariableBytes ?? DEFAULTS.snapshotMaxVariableBytes;
+    this.spec = { home, interpreter, cwd: this.cwd, env, spares: options.spares ?? null };
     this.displays = new DisplayWriter(join(home, "display"), id);
     this.snapshots = new SessionSnapshots(
       id,
       home,
       { maxBytes: this.snapshotMaxBytes, maxVariableBytes: this.snapshotMaxVariableBytes },
       (body, recoverOnKill) => this.control(body, false, recoverOnKill),
-      (text) => this.pendingNotes.push(text),
+      (text) => this.notices.note(text),
     );
-    this.spares = options.spares ?? null;
+    this.calls = new CallQueue({
+      refusal: () => (this.closed ? closedError(this.id) : null),
+      onStart: () => {
+        this.lastActiveAt = Date.now();
+      },
+    });
   }
 
   /** Resolves the interpreter, starts the worker and waits for its handshake. */
@@ -147,7 +131,7 @@ export class ReplSession implements Session {
     await session.ensureWorker();
     if (options.restoreOnStart) {
       try {
-        session.pendingRestore = await session.snapshots.restoreAtStart(() => session.closed);
+        session.notices.restoredAtStart(await session.snapshots.restoreAtStart(() => session.closed));
       } catch (err) {
         await session.close();
         throw err;
@@ -157,11 +141,11 @@ export class ReplSession implements Session {
   }
 
   get pid(): number | null {
-    return this.worker?.pid ?? null;
+    return this.slot.state === "ready" ? this.slot.worker.pid : null;
   }
 
   get busy(): boolean {
-    return this.running !== null || this.queued > 0;
+    return this.running !== null || this.calls.waiting > 0;
   }
 
   info(): ReplSessionInfo {
@@ -169,7 +153,7 @@ export class ReplSession implements Session {
       id: this.id,
       pid: this.pid,
       python: this.interpreter.command,
-      pythonVersion: this.worker?.ready?.python ?? this.interpreter.version ?? null,
+      pythonVersion: (this.slot.state === "ready" ? this.slot.worker.ready?.python : null) ?? this.interpreter.version ?? null,
       cwd: this.cwd,
       state: this.closed ? "closed" : this.busy ? "busy" : "idle",
       cellsRun: this.cellsRun,
@@ -179,34 +163,36 @@ export class ReplSession implements Session {
   }
 
   /** `onRawOutput` (not part of Session) gets live output undecoded: the supervisor forwards it as is. */
-  execute(code: string, options: ExecuteOptions & Pick<LiveOutput, "onRawOutput"> = {}): Promise<ExecResult> {
+  execute(code: string, options: CellOptions = {}): Promise<ExecResult> {
     if (typeof code !== "string") return Promise.reject(new AwreplError("usage", `Code must be a string, not ${typeof code}`));
     try {
       checkLimits(options);
     } catch (err) {
       return Promise.reject(err);
     }
-    if (!this.autosave) return this.enqueue(() => this.runCell(code, options));
+    if (!this.autosave) return this.calls.add(async () => (await this.runCell(code, options)).result);
     // The result goes back at once; the autosave runs after it in the same turn of the queue, so the
     // next call (and a kill it may cause) only ever finds the namespace saved.
     return new Promise<ExecResult>((resolveResult, rejectResult) => {
-      this.enqueue(async () => {
-        const result = await this.runCell(code, options);
-        // A cell that lost its worker left nothing new to save (and its replacement may be empty).
-        const kept = !this.lastCellLostWorker && this.worker !== null;
-        resolveResult(result);
-        if (kept) await this.snapshots.autosave(() => this.closed);
-      }).catch(rejectResult);
+      this.calls
+        .add(async () => {
+          const { result, lostWorker } = await this.runCell(code, options);
+          // A cell that lost its worker left nothing new to save (and its replacement may be empty).
+          const kept = !lostWorker && this.slot.state === "ready";
+          resolveResult(result);
+          if (kept) await this.snapshots.autosave(() => this.closed);
+        })
+        .catch(rejectResult);
     });
   }
 
   async variables(): Promise<Record<string, string>> {
-    const done = await this.enqueue(() => this.control({ type: "variables" }));
+    const done = await this.calls.add(() => this.control({ type: "variables" }));
     return done.variables ?? {};
   }
 
   async inspect(name: string): Promise<InspectInfo> {
-    const done = await this.enqueue(() => this.control({ type: "inspect", name }, false));
+    const done = await this.calls.add(() => this.control({ type: "inspect", name }, false));
     if (done.status !== "ok" || !done.info) {
       const detail = done.reason && !done.reason.includes("not defined") ? ` (${done.reason})` : "";
       throw new AwreplError("name_not_found", `Name ${JSON.stringify(name)} is not defined in session ${this.id}${detail}`);
@@ -215,23 +201,20 @@ export class ReplSession implements Session {
   }
 
   async reset(): Promise<void> {
-    await this.enqueue(() => this.control({ type: "reset" }));
+    await this.calls.add(() => this.control({ type: "reset" }));
   }
 
   async interrupt(): Promise<void> {
-    const cell = this.running;
-    if (!cell) return;
-    cell.userInterrupted = true;
-    cell.worker.interrupt(cell.id);
+    if (this.running) interruptByUser(this.running);
   }
 
   async complete(code: string, cursor?: number): Promise<string[]> {
-    const done = await this.enqueue(() => this.control(cursor === undefined ? { type: "complete", code } : { type: "complete", code, cursor }));
+    const done = await this.calls.add(() => this.control(cursor === undefined ? { type: "complete", code } : { type: "complete", code, cursor }));
     return done.matches ?? [];
   }
 
   async isComplete(code: string): Promise<{ status: CompletenessStatus; indent: string }> {
-    const done = await this.enqueue(() => this.control({ type: "is_complete", code }, false));
+    const done = await this.calls.add(() => this.control({ type: "is_complete", code }, false));
     const status = done.status === "complete" || done.status === "incomplete" || done.status === "invalid" ? done.status : "invalid";
     return { status, indent: done.indent ?? "" };
   }
@@ -246,7 +229,7 @@ export class ReplSession implements Session {
    * are over the size caps are listed in `skipped` with a reason; they never fail the snapshot.
    */
   snapshot(path?: string): Promise<SnapshotReport> {
-    return this.enqueue(() => this.snapshots.write(this.snapshotTarget(path)));
+    return this.calls.add(() => this.snapshots.write(this.snapshotTarget(path)));
   }
 
   /**
@@ -254,7 +237,7 @@ export class ReplSession implements Session {
    * fail are listed in `failed`. A default snapshot that cannot be read is moved aside.
    */
   restore(path?: string): Promise<RestoreReport> {
-    return this.enqueue(async () => {
+    return this.calls.add(async () => {
       const target = this.snapshotTarget(path);
       const outcome = await this.snapshots.read(target);
       if ("report" in outcome) return outcome.report;
@@ -265,88 +248,65 @@ export class ReplSession implements Session {
 
   /** Stops the worker (shutdown, then a kill after a short wait). Pending and later calls are refused. */
   close(): Promise<void> {
-    this.closing ??= (async () => {
-      this.closed = true;
-      const starting = this.starting;
-      if (starting) await starting.catch(() => undefined);
-      const worker = this.worker;
-      this.worker = null;
+    const slot = this.slot;
+    if (slot.state === "closed") return slot.closing;
+    const closing = (async () => {
+      // A worker still starting is closed by its start (it finds the session closed).
+      const worker = slot.state === "ready" ? slot.worker : slot.state === "starting" ? await slot.started.catch(() => null) : null;
       if (worker) await worker.close(Math.min(this.graceMs, 1000));
     })();
-    return this.closing;
+    this.become({ state: "closed", closing });
+    return closing;
   }
 
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
 
-  // --- internals ------------------------------------------------------------------------------
+  // --- the worker's situation ---------------------------------------------------------------------
 
-  private enqueue<T>(task: () => Promise<T>): Promise<T> {
-    if (this.closed) return Promise.reject(closedError(this.id));
-    this.queued++;
-    const run = () => {
-      this.queued--;
-      if (this.closed) return Promise.reject(closedError(this.id));
-      this.lastActiveAt = Date.now();
-      return task();
-    };
-    // Idle: start at once (the hot path of one call after another); busy: wait for the tail.
-    const result = this.inFlight === 0 ? run() : this.queue.then(run, run);
-    this.inFlight++;
-    const settled = () => {
-      this.inFlight--;
-    };
-    this.queue = result.then(settled, settled);
-    return result;
+  private get closed(): boolean {
+    return this.slot.state === "closed";
   }
 
-  /** The live worker, or a fresh one when the last was lost. */
+  /** The one way the slot changes: every move is checked against session_state.ts's table. */
+  private become(next: WorkerSlot): void {
+    checkMove(this.slot.state, next.state);
+    this.slot = next;
+  }
+
+  /** The live worker, or a fresh one when there is none. Not after a loss: see liveWorker(). */
   private ensureWorker(): Promise<Worker> {
-    if (this.worker && this.worker.state === "ready") return Promise.resolve(this.worker);
-    if (this.closed) return Promise.reject(closedError(this.id));
-    this.starting ??= this.spawnWorker().finally(() => {
-      this.starting = null;
-    });
-    return this.starting;
-  }
-
-  private async spawnWorker(): Promise<Worker> {
-    let launch = await runtimeLaunch(this.home, this.interpreter);
-    const key = this.spares ? spareKey(launch.argv, this.cwd, this.env) : "";
-    let worker = this.spares ? await this.spares.take(key) : null;
-    if (worker) {
-      worker.setListeners(this.workerListeners());
-    } else {
-      try {
-        worker = await Worker.start(this.workerOptions(launch, this.workerListeners()));
-      } catch (err) {
-        // A damaged bytecode cache (truncated, another build's magic number) must not lock a user
-        // out: drop it and start from the source.
-        if (!launch.bytecode || !(err instanceof AwreplError) || err.code !== "no_interpreter") throw err;
-        rmSync(launch.bytecode, { force: true });
-        launch = await runtimeLaunch(this.home, this.interpreter, { bytecode: false });
-        worker = await Worker.start(this.workerOptions(launch, this.workerListeners()));
+    const slot = this.slot;
+    switch (slot.state) {
+      case "ready":
+        return Promise.resolve(slot.worker);
+      case "starting":
+        return slot.started;
+      case "closed":
+        return Promise.reject(closedError(this.id));
+      case "lost":
+        return Promise.reject(new AwreplError("internal", `Session ${this.id} lost its worker and has not recovered from it`));
+      case "none": {
+        const started = startSessionWorker(this.spec, this.workerListeners()).then(
+          async ({ worker, refillSpare }) => {
+            if (this.closed) {
+              await worker.close(0);
+              throw closedError(this.id);
+            }
+            this.become({ state: "ready", worker });
+            refillSpare();
+            return worker;
+          },
+          (err: unknown) => {
+            if (this.slot.state === "starting") this.become({ state: "none" });
+            throw err;
+          },
+        );
+        this.become({ state: "starting", started });
+        return started;
       }
     }
-    if (this.closed) {
-      await worker.close(0);
-      throw closedError(this.id);
-    }
-    this.worker = worker;
-    // The next session (or this one's next worker) takes a warm spare, started a little later: a
-    // spawn costs the host 1-5 ms of synchronous work, which must not delay this session's first cell.
-    const spares = this.spares;
-    if (spares) {
-      const used = launch;
-      const timer = setTimeout(() => spares.fill(spareKey(used.argv, this.cwd, this.env), () => Worker.start(this.workerOptions(used, {}))), SPARE_DELAY_MS);
-      timer.unref?.();
-    }
-    return worker;
-  }
-
-  private workerOptions(launch: Launch, listeners: WorkerListeners): WorkerOptions {
-    return { argv: launch.argv, label: this.interpreter.command, stdinPreamble: launch.stdinPreamble, cwd: this.cwd, env: this.env, ...listeners };
   }
 
   private workerListeners(): WorkerListeners {
@@ -355,44 +315,45 @@ export class ReplSession implements Session {
         (this.stray ??= new OutputCollector(this.maxOutputBytes)).add(stream, text);
       },
       // The worker is passed in: it may exit before start() returns it.
-      onExit: (exit, exited) => this.onWorkerExit(exited, exit),
+      onExit: (exit, exited) => this.lose(exited, { killed: exited.wasKilled, exit }),
     };
   }
 
-  private onWorkerExit(worker: Worker, exit: WorkerExit): void {
-    if (this.worker !== worker || this.closed) return;
-    this.worker = null;
-    // A death during a cell is reported by that cell; this covers deaths between calls too.
-    this.lostNotice ??= lostStateNotice(worker.wasKilled, exit);
-    this.lostWorker ??= { killed: worker.wasKilled, exit };
-    this.needsRecovery = true;
-  }
-
-  /** The worker for the next request: after a loss between calls, a fresh one with the latest snapshot restored. */
-  private async liveWorker(): Promise<Worker> {
-    if (this.needsRecovery) {
-      const lost = this.lostWorker ?? { killed: false, exit: null };
-      const back = await this.recover();
-      if (back && "report" in back) {
-        this.pendingRestore = back.report;
-        this.lostNotice = restoredStateNotice(lost.killed, lost.exit, back.state);
-      } else if (back) {
-        this.lostNotice = `${lostStateNotice(lost.killed, lost.exit)} (${capitalize(back.state)} could not be restored: ${back.error}.)`;
-      }
-    }
-    return this.ensureWorker();
+  /**
+   * `worker` is gone: if it is the session's, the session's state went with it, and the next request
+   * recovers (whoever sees the loss first; a death during a call is reported by that call).
+   */
+  private lose(worker: Worker, loss: Loss): void {
+    if (this.slot.state === "ready" && this.slot.worker === worker) this.become({ state: "lost", loss });
   }
 
   /**
-   * After a lost worker: starts a fresh one and restores the session's latest snapshot into it. Null
-   * when there is no snapshot to go back to. Never throws; a snapshot that cannot be restored is not
-   * tried again (a payload that kills its worker must not do so on every call).
+   * The worker for the next request: after a loss (between calls, or a request the last worker never
+   * got), a fresh one with the latest snapshot restored, which the next execute's result reports.
    */
-  private async recover(): Promise<Recovery | null> {
-    this.needsRecovery = false;
-    this.lostWorker = null;
+  private async liveWorker(): Promise<Worker> {
+    for (let restore = true; ; restore = false) {
+      const slot = this.slot;
+      if (slot.state === "ready") return slot.worker;
+      if (slot.state !== "lost") return this.ensureWorker();
+      // Lost again: the replacement died during or right after its restore. Said, but the same
+      // snapshot is not put into yet another worker for this request.
+      this.notices.recovered(slot.loss, await this.recover(restore));
+    }
+  }
+
+  /**
+   * After a loss: takes it over (the caller reports it), starts a fresh worker and restores the
+   * session's latest snapshot into it. Null when there is no snapshot to go back to or `restore` is
+   * false (no worker is started then), or the session closed. Never throws; a snapshot that cannot be
+   * restored is not tried again (a payload that kills its worker must not do so on every call).
+   */
+  private async recover(restore = true): Promise<Recovery | null> {
+    if (this.slot.state !== "lost") return null;
+    this.become({ state: "none" });
+    if (!restore) return null;
     const path = this.snapshots.latest;
-    if (!path || this.closed || !existsSync(path)) return null;
+    if (!path || !existsSync(path)) return null;
     try {
       await this.ensureWorker();
     } catch (err) {
@@ -402,48 +363,70 @@ export class ReplSession implements Session {
     return this.closed ? null : back;
   }
 
-  /** The next execute's notice: why the state it had is gone, and anything else said once. */
-  private takeNotice(): string | null {
-    const parts = [this.lostNotice, ...this.pendingNotes].filter((p): p is string => Boolean(p));
-    this.lostNotice = null;
-    this.pendingNotes = [];
-    return parts.length ? parts.join(" ") : null;
+  // --- requests -----------------------------------------------------------------------------------
+
+  /**
+   * Sends one request to the live worker under a deadline (watchDeadline) and resolves with its `done`,
+   * or with `done: null` and the error when the worker was lost meanwhile (the slot says lost then).
+   * A request the worker never got (it was gone before the request was written, its exit not seen
+   * yet) goes once more, to the worker that replaces it as after any loss between calls: it cannot
+   * have run. `retry: false` is for a recovery's own restore, which must not start another recovery.
+   * `handlers` is asked for once, when the worker is known.
+   */
+  private async send<H extends RequestHandlers | undefined>(
+    body: RequestBody,
+    timeoutMs: number,
+    options: { handlers?: () => H; signal?: AbortSignal; retry?: boolean },
+  ): Promise<{ done: DoneEvent | null; error: AwreplError | null; call: RunningCall; worker: Worker; handlers: H | undefined }> {
+    let retry = options.retry ?? true;
+    let handlers: H | undefined;
+    for (;;) {
+      const slot = this.slot;
+      const worker = slot.state === "ready" ? slot.worker : await this.liveWorker();
+      handlers ??= options.handlers?.();
+      const pending = worker.request(body, handlers);
+      const call = watchDeadline(worker, worker.lastId, timeoutMs, this.graceMs);
+      // interrupt() reaches any request (a client that went away, say), unless it runs inside a
+      // cell's turn (an autosave), which interrupt() already targets.
+      const own = this.running === null;
+      if (own) this.running = call;
+      const unhook = interruptOnAbort(call, options.signal);
+      try {
+        return { done: await pending, error: null, call, worker, handlers };
+      } catch (err) {
+        if (!(err instanceof AwreplError) || err.code !== "worker_died") throw err;
+        // Usually said already by the worker's exit listener, which runs before this rejection.
+        this.lose(worker, { killed: call.killed || worker.wasKilled, exit: worker.exit });
+        if (err instanceof UndeliveredRequestError && retry) {
+          retry = false;
+          continue;
+        }
+        return { done: null, error: err, call, worker, handlers };
+      } finally {
+        call.disarm();
+        unhook();
+        if (own && this.running === call) this.running = null;
+      }
+    }
   }
 
   /**
    * One non-execute request under the same deadline as a cell: interrupted at the deadline, the worker
    * killed after the grace period (a wedged worker must not hang the caller). `okOnly` turns a failed
-   * `done` into an error carrying its reason.
+   * `done` into an error carrying its reason. `recoverOnKill: false` is a recovery's own restore.
    */
-  private async control(body: Parameters<Worker["request"]>[0], okOnly = true, recoverOnKill = true): Promise<DoneEvent> {
-    const worker = await this.liveWorker();
-    const pending = worker.request(body);
-    const call = this.watch(worker, worker.lastId, this.timeoutMs);
-    // interrupt() reaches a variables/inspect/... request too (a client that went away, say), unless
-    // it runs inside a cell's turn (an autosave), which interrupt() already targets.
-    const own = this.running === null;
-    if (own) this.running = call;
-    let done: DoneEvent;
-    try {
-      done = await pending;
-    } catch (err) {
-      if (!call.killed || !(err instanceof AwreplError) || err.code !== "worker_died") throw err;
-      call.disarm();
-      if (this.worker === worker) this.worker = null;
-      this.lostNotice = lostStateNotice(true, worker.exit);
-      this.lostWorker = { killed: true, exit: worker.exit };
-      this.needsRecovery = true;
+  private async control(body: RequestBody, okOnly = true, recoverOnKill = true): Promise<DoneEvent> {
+    const { done, error, call, worker } = await this.send(body, this.timeoutMs, { retry: recoverOnKill });
+    if (done === null) {
+      // A death of its own: the next request recovers from it (and the next execute says so).
+      if (!call.killed) throw error;
       const exceeded = `The ${body.type} request exceeded the ${this.timeoutMs} ms timeout; the worker was killed`;
+      // Without recoverOnKill the loss stays for the recovery around this request to report.
       const back = recoverOnKill ? await this.recover() : null;
-      if (back && "report" in back) {
-        this.lostNotice = null;
-        throw new AwreplError("timeout", `${exceeded} and the session went back to ${back.state}`);
-      }
+      if (back && "report" in back) throw new AwreplError("timeout", `${exceeded} and the session went back to ${back.state}`);
+      if (recoverOnKill) this.notices.lost({ killed: true, exit: worker.exit });
       const why = back ? ` (${back.state} could not be restored: ${back.error})` : "";
       throw new AwreplError("timeout", `${exceeded} and the session's state was lost${why}`);
-    } finally {
-      call.disarm();
-      if (own && this.running === call) this.running = null;
     }
     if (call.timedOut && done.status !== "ok") {
       throw new AwreplError("timeout", `The ${body.type} request exceeded the ${this.timeoutMs} ms timeout and was interrupted`);
@@ -454,80 +437,34 @@ export class ReplSession implements Session {
     return done;
   }
 
-  /**
-   * Arms the deadline of request `id`: at timeoutMs (0 = none) it is interrupted, and graceMs later
-   * the worker's process group is killed. The returned record says which of those happened.
-   */
-  private watch(worker: Worker, id: string, timeoutMs: number): RunningCall {
-    const call: RunningCall = { id, worker, userInterrupted: false, timedOut: false, killed: false, disarm: () => undefined };
-    if (timeoutMs <= 0) return call;
-    let grace: ReturnType<typeof setTimeout> | undefined;
-    const deadline = setTimeout(() => {
-      call.timedOut = true;
-      worker.interrupt(id);
-      grace = setTimeout(() => {
-        call.killed = true;
-        worker.kill();
-      }, this.graceMs);
-    }, timeoutMs);
-    call.disarm = () => {
-      clearTimeout(deadline);
-      clearTimeout(grace);
-    };
-    return call;
-  }
-
-  private async runCell(code: string, options: ExecuteOptions & Pick<LiveOutput, "onRawOutput">): Promise<ExecResult> {
-    const live = this.worker;
-    const worker = live !== null && live.state === "ready" && !this.needsRecovery ? live : await this.liveWorker();
+  private async runCell(code: string, options: CellOptions): Promise<{ result: ExecResult; lostWorker: boolean }> {
     const limits = { timeoutMs: options.timeoutMs ?? this.timeoutMs, graceMs: this.graceMs };
-    const notice = this.takeNotice();
-    const restored = this.pendingRestore;
-    this.pendingRestore = null;
-    const recorder = new CellRecorder(this.takeOutputCollector(options.maxOutputBytes ?? this.maxOutputBytes), this.displays, options);
     // `filename` (run -f): the runtime names the file in tracebacks and sets __file__ for the cell.
-    const done = worker.request(options.filename ? { type: "execute", code, filename: options.filename } : { type: "execute", code }, recorder);
-    const cell = this.watch(worker, worker.lastId, limits.timeoutMs);
-    this.running = cell;
-    const signal = options.signal;
-    const onAbort = () => {
-      cell.userInterrupted = true;
-      worker.interrupt(cell.id);
-    };
-    if (signal) {
-      if (signal.aborted) onAbort();
-      else signal.addEventListener("abort", onAbort, { once: true });
-    }
-    let result: ExecResult | null = null;
-    try {
-      result = recorder.finish(await done, cell, limits, this.id, notice);
-    } catch (err) {
-      if (!(err instanceof AwreplError) || err.code !== "worker_died") throw err;
-    } finally {
-      cell.disarm();
-      signal?.removeEventListener("abort", onAbort);
-      this.running = null;
-    }
-    this.lastCellLostWorker = result === null;
-    if (result === null) {
+    const request: RequestBody = options.filename ? { type: "execute", code, filename: options.filename } : { type: "execute", code };
+    const limit = options.maxOutputBytes ?? this.maxOutputBytes;
+    const sent = await this.send(request, limits.timeoutMs, {
+      handlers: () => new CellRecorder(this.takeOutputCollector(limit), this.displays, options),
+      signal: options.signal,
+    });
+    const { done, call, worker } = sent;
+    const recorder = sent.handlers as CellRecorder;
+    // Taken after the send: a recovery before it (a loss between calls) is this result's to say.
+    const told = this.notices.take();
+    let result: ExecResult;
+    if (done !== null) {
+      result = recorder.finish(done, call, limits, this.id, told.notice);
+      if (told.restored) result.restored = told.restored;
+    } else {
       // The worker is gone (killed at the deadline, or dead): go back to the latest snapshot if there
       // is one, before answering, so the result can say which state the session is in now.
-      if (this.worker === worker) this.worker = null;
-      this.needsRecovery = true;
       const back = await this.recover();
-      result = recorder.lost(cell, worker.exit, limits, this.id, notice, back === null ? undefined : aftermath(back));
-      if (back && "report" in back) {
-        result.restored = back.report;
-        this.lostNotice = null;
-      } else {
-        this.lostNotice = lostStateNotice(cell.killed, worker.exit);
-      }
-    } else if (restored) {
-      result.restored = restored;
+      result = recorder.lost(call, worker.exit, limits, this.id, told.notice, back === null ? undefined : aftermath(back));
+      if (back && "report" in back) result.restored = back.report;
+      else this.notices.lost({ killed: call.killed, exit: worker.exit });
     }
     this.cellsRun++;
     this.lastActiveAt = Date.now();
-    return result;
+    return { result, lostWorker: done === null };
   }
 
   /** A collector for the next cell, opened by any output that arrived between cells. */
@@ -550,8 +487,4 @@ export class ReplSession implements Session {
 
 function closedError(id: string): AwreplError {
   return new AwreplError("worker_closed", `Session ${id} is closed`);
-}
-
-function capitalize(text: string): string {
-  return text.charAt(0).toUpperCase() + text.slice(1);
 }

@@ -5,6 +5,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { SESSION_NAME } from "../core/names.ts";
+import { processAlive } from "../core/process.ts";
 import type { NameFailure } from "../protocol/runtime.ts";
 import type { SessionSpec } from "../protocol/supervisor.ts";
 
@@ -168,13 +169,4 @@ export function sweepTempFiles(snapshotPath: string): void {
 /** The runtime's reasons for a payload it could not read at all (rather than one name it could not revive). */
 export function isUnreadableReason(reason: string | undefined): boolean {
   return reason !== undefined && (reason.startsWith("corrupt snapshot") || reason.startsWith("cannot read snapshot"));
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
 }

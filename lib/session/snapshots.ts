@@ -1,6 +1,6 @@
 // One session's snapshots: writing and reading them through the session's worker, the latest one (what
 // a lost worker goes back to), autosave's change check, and the notes a restore or an autosave leaves
-// for the session's next result. The files: lib/snapshot_store.ts; the whole story: docs/persistence.md.
+// for the session's next result. The files: snapshot_files.ts; the whole story: docs/persistence.md.
 import { existsSync } from "node:fs";
 import { AwreplError } from "../core/errors.ts";
 import { ensurePrivateDir } from "../settings/home.ts";

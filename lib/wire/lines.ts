@@ -2,9 +2,9 @@
 // a worker's protocol pipe): bytes in, complete lines out, a cap on one line's length.
 
 /**
- * Splits a byte stream into UTF-8 lines; a line longer than `maxBytes` is an error, not a buffer.
- * With `strict`, a line that is not valid UTF-8 comes out as null (the server rejects it) instead of
- * being decoded with replacement characters.
+ * Splits a byte stream into lines; a line longer than `maxBytes` is an error, not a buffer.
+ * With `strict`, a line that is not valid UTF-8 comes out of push() as null (the server rejects it)
+ * instead of being decoded with replacement characters.
  */
 export class LineSplitter {
   private parts: Uint8Array[] = [];
@@ -13,16 +13,15 @@ export class LineSplitter {
   constructor(
     private readonly maxBytes: number,
     strict = false,
+    /**
+     * The reader may rewrite a chunk's memory after handing it over (Bun's sockets do), so the
+     * unfinished end of a line is copied. A child process's stdout chunks are the consumer's (see
+     * RawText): a worker passes false and keeps the piece itself, which saves a copy per chunk of a
+     * cell's big output.
+     */
+    private readonly readerReusesMemory = true,
   ) {
     this.decoder = new TextDecoder("utf-8", { fatal: strict });
-  }
-
-  private decode(bytes: Uint8Array): string | null {
-    try {
-      return this.decoder.decode(bytes);
-    } catch {
-      return null;
-    }
   }
 
   /** Returns the complete lines in `chunk`, or throws a RangeError when a line passes the cap. */
@@ -36,28 +35,58 @@ export class LineSplitter {
    */
   pushBytes(chunk: Uint8Array): Uint8Array[] {
     const lines: Uint8Array[] = [];
+    this.split(chunk, (line) => lines.push(line));
+    return lines;
+  }
+
+  /**
+   * Calls `onLine` with each complete line in `chunk`, as bytes that may share `chunk`'s memory (use
+   * them before the next chunk arrives). A line past the cap throws a RangeError once the lines before
+   * it were delivered, and what was buffered is dropped. No array per chunk: a worker's hot path.
+   */
+  split(chunk: Uint8Array, onLine: (line: Uint8Array) => void): void {
     let start = 0;
-    for (;;) {
-      const nl = chunk.indexOf(10, start);
-      if (nl < 0) break;
-      const piece = chunk.subarray(start, nl);
-      if (this.size + piece.length > this.maxBytes) throw new RangeError(`Line longer than ${this.maxBytes} bytes`);
-      if (this.size === 0) lines.push(piece);
-      else {
-        this.parts.push(piece);
-        lines.push(Buffer.concat(this.parts));
-        this.parts = [];
-        this.size = 0;
-      }
+    let nl = chunk.indexOf(10);
+    if (nl >= 0 && this.size > 0) {
+      // The end of the line the previous chunks began.
+      this.checkCap(nl);
+      this.parts.push(chunk.subarray(0, nl));
+      const line = Buffer.concat(this.parts, this.size + nl);
+      this.parts = [];
+      this.size = 0;
+      onLine(line);
       start = nl + 1;
+      nl = chunk.indexOf(10, start);
+    }
+    while (nl >= 0) {
+      if (nl - start > this.maxBytes) throw this.tooLong();
+      onLine(chunk.subarray(start, nl));
+      start = nl + 1;
+      nl = chunk.indexOf(10, start);
     }
     if (start < chunk.length) {
       const rest = chunk.subarray(start);
-      if (this.size + rest.length > this.maxBytes) throw new RangeError(`Line longer than ${this.maxBytes} bytes`);
-      // Copy: the caller may reuse the chunk's memory (Bun does).
-      this.parts.push(new Uint8Array(rest));
+      this.checkCap(rest.length);
+      this.parts.push(this.readerReusesMemory ? new Uint8Array(rest) : rest);
       this.size += rest.length;
     }
-    return lines;
+  }
+
+  private checkCap(more: number): void {
+    if (this.size + more > this.maxBytes) throw this.tooLong();
+  }
+
+  private tooLong(): RangeError {
+    this.parts = [];
+    this.size = 0;
+    return new RangeError(`Line longer than ${this.maxBytes} bytes`);
+  }
+
+  private decode(bytes: Uint8Array): string | null {
+    try {
+      return this.decoder.decode(bytes);
+    } catch {
+      return null;
+    }
   }
 }

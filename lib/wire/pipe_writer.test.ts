@@ -1,5 +1,6 @@
 import { expect, test } from "bun:test";
 import { spawn } from "node:child_process";
+import { processAlive } from "../core/process.ts";
 import { PipeWriter } from "./pipe_writer.ts";
 
 test("big and small writes, some fast and some queued behind a partial write, come out whole and in order", async () => {
@@ -28,5 +29,24 @@ test("big and small writes, some fast and some queued behind a partial write, co
     expect(got === expected.join("")).toBe(true);
   } finally {
     cat.kill();
+  }
+});
+
+test("write() says false once the reader is gone: EPIPE before the exit is seen, a closed stream after", async () => {
+  const reader = spawn("sleep", ["60"], { stdio: ["pipe", "ignore", "ignore"] });
+  try {
+    const writer = new PipeWriter(reader.stdin);
+    expect(writer.write("read or not, it is in the pipe\n")).toBe(true);
+    const exited = new Promise((resolve) => reader.once("exit", resolve));
+    reader.kill("SIGKILL");
+    // No turn of the event loop until it is gone: the stream cannot know yet, only the write can.
+    const deadline = performance.now() + 5000;
+    while (processAlive(reader.pid ?? 0)) if (performance.now() > deadline) throw new Error("sleep did not die within 5 s");
+    expect(reader.stdin.destroyed).toBe(false);
+    expect(writer.write("nobody reads this\n")).toBe(false);
+    await Promise.race([exited, new Promise((_, reject) => setTimeout(() => reject(new Error("no exit event within 10 s")), 10_000))]);
+    expect(writer.write("nor this\n")).toBe(false);
+  } finally {
+    reader.kill("SIGKILL");
   }
 });

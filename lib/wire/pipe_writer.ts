@@ -10,15 +10,20 @@ export class PipeWriter {
   private readonly stream: Writable | null;
   private fd: number | null | undefined; // undefined: not looked up yet; null: none, stream only
   private streamWrites = 0; // stream writes not yet flushed; while any, writes queue behind them
+  private readerGone = false; // a write failed with EPIPE: nothing written from now on is read
 
   constructor(stream: Writable | null) {
     this.stream = stream;
   }
 
-  /** Writes data after everything written before; errors (a dead child) are left to the exit handler. */
-  write(data: string | Uint8Array): void {
+  /**
+   * Writes data after everything written before. Returns false when the data is known not to reach the
+   * reader: the pipe's reading end is closed (EPIPE: the child is gone) or the stream is. Otherwise
+   * true, which means "written or queued", not "read". Errors are left to the child's exit handler.
+   */
+  write(data: string | Uint8Array): boolean {
     const stream = this.stream;
-    if (!stream || stream.destroyed || stream.writableEnded) return;
+    if (!stream || stream.destroyed || stream.writableEnded || this.readerGone) return false;
     const bytes = typeof data === "string" ? Buffer.from(data) : data;
     let written = 0;
     const fd = this.streamWrites === 0 ? this.pipeFd() : null;
@@ -26,16 +31,23 @@ export class PipeWriter {
       try {
         written = writeSync(fd, bytes);
       } catch (err) {
-        // EAGAIN: the pipe is full, the stream waits for room. Anything else (EPIPE after the child
-        // died) the stream reports on its own error path, which the worker already handles.
-        if ((err as NodeJS.ErrnoException).code !== "EAGAIN") this.fd = null;
+        // EAGAIN: the pipe is full, the stream waits for room. EPIPE: no reader will ever read it
+        // (the caller can tell a request that never reached the child). Anything else the stream
+        // reports on its own error path, which the worker already handles.
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === "EPIPE") {
+          this.readerGone = true;
+          return false;
+        }
+        if (code !== "EAGAIN") this.fd = null;
       }
-      if (written === bytes.length) return;
+      if (written === bytes.length) return true;
     }
     this.streamWrites++;
     stream.write(written === 0 ? bytes : bytes.subarray(written), () => {
       this.streamWrites--;
     });
+    return true;
   }
 
   /** Ends the stream after everything queued. */

@@ -3,7 +3,8 @@ import { createHash } from "node:crypto";
 import { resolveInterpreter } from "./interpreter.ts";
 import { runtimeLaunch } from "./launch.ts";
 import { alive, PYTHON, rejection, tempHome, waitFor } from "../../tests/harness/mod.ts";
-import { Worker, type WorkerOptions } from "./worker.ts";
+import { processAlive } from "../core/process.ts";
+import { UndeliveredRequestError, Worker, type WorkerOptions } from "./worker.ts";
 
 let tmp: ReturnType<typeof tempHome>;
 const workers: Worker[] = [];
@@ -104,6 +105,24 @@ describe("Worker", () => {
     expect(w.state).toBe("dead");
     const later = await rejection(w.request({ type: "variables" }));
     expect(later.code).toBe("worker_died");
+  });
+
+  test("a request written after the process is gone (its exit not seen yet) is rejected as undelivered", async () => {
+    // A one-thread fake runtime, so its stdin closes the moment it is a zombie (no watchdog holds it).
+    const fake = "import json\nprint(json.dumps({'event': 'ready', 'protocol': 3, 'python': '3', 'capabilities': []}), flush=True)\ninput()";
+    const w = await Worker.start({ argv: [PYTHON, "-c", fake] });
+    workers.push(w);
+    process.kill(w.pid, "SIGKILL");
+    // No turn of the event loop until it is gone: the worker cannot have seen the exit.
+    const deadline = performance.now() + 5000;
+    while (processAlive(w.pid)) if (performance.now() > deadline) throw new Error("the fake runtime did not die within 5 s");
+    expect(w.state).toBe("ready");
+    const err = await rejection(w.request({ type: "variables" }));
+    expect(err).toBeInstanceOf(UndeliveredRequestError);
+    expect(err.code).toBe("worker_died");
+    expect(err.message).toContain("was killed by signal SIGKILL before it got the variables request");
+    // Once the death is seen, a request never leaves: undelivered too.
+    expect(await rejection(w.request({ type: "list_names" }))).toBeInstanceOf(UndeliveredRequestError);
   });
 
   test("a SIGKILL from outside is reported with its signal", async () => {

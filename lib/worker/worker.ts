@@ -1,20 +1,21 @@
 // One Python process speaking the runtime protocol: spawn (in its own process group), handshake on
 // `ready`, one id -> pending request map, event routing, interrupt, kill. When the process exits,
-// every pending request is rejected with one clear error naming the exit code or signal, and later
-// sends fail at once.
+// every pending request is rejected with one clear error naming the exit code or signal (a request
+// the process was already gone for says so: UndeliveredRequestError), and later sends fail at once.
 import { type ChildProcess, spawn } from "node:child_process";
 import { AwreplError } from "../core/errors.ts";
 import { killGroup } from "../core/process.ts";
+import { LineSplitter } from "../wire/lines.ts";
 import { PipeWriter } from "../wire/pipe_writer.ts";
 import type { DoneEvent, ErrorEvent, IdRequest, ReadyEvent, RuntimeEvent } from "../protocol/runtime.ts";
-import { type OutputFrame, type RawText, readOutputFrame } from "../wire/raw_text.ts";
+import { type RawText, readOutputFrame } from "../wire/raw_text.ts";
 
 export type WorkerState = "starting" | "ready" | "closed" | "dead";
 
 /** Handlers for the events of one request; output with id null goes to the active execute's handlers. */
 export type RequestHandlers = {
   output?(stream: "stdout" | "stderr", text: string): void;
-  /** Output not yet decoded (lib/raw_text.ts); when absent, `output` gets the decoded text. */
+  /** Output not yet decoded (lib/wire/raw_text.ts); when absent, `output` gets the decoded text. */
   rawOutput?(stream: "stdout" | "stderr", raw: RawText): void;
   display?(data: Record<string, unknown>): void;
   result?(text: string): void;
@@ -22,6 +23,18 @@ export type RequestHandlers = {
 };
 
 export type WorkerExit = { code: number | null; signal: string | null };
+
+/**
+ * The rejection of a request the process never read: it was gone before the request was written (its
+ * exit already seen, or its stdin closed). A caller may send it again to a fresh worker: it cannot have
+ * run. (A request written just before the process died may or may not have been read: that one is an
+ * ordinary "worker_died".)
+ */
+export class UndeliveredRequestError extends AwreplError {
+  constructor(message: string) {
+    super("worker_died", message);
+  }
+}
 
 export type WorkerListeners = {
   /** Output that belongs to no pending request (a background thread writing between cells). */
@@ -47,6 +60,8 @@ type Pending = {
   id: string;
   type: IdRequest["type"];
   handlers: RequestHandlers | undefined;
+  /** Written after the process was gone: it never ran (see UndeliveredRequestError). */
+  undelivered: boolean;
   resolve(done: DoneEvent): void;
   reject(err: Error): void;
 };
@@ -57,6 +72,7 @@ const STDERR_KEEP = 8192;
 /** Said when a command never got ready: the usual cause is a --python that is not an interpreter. */
 const NOT_PYTHON = "(is it a Python interpreter?)";
 const START_DETAIL_CHARS = 200;
+const UTF8 = new TextDecoder();
 /** A frame longer than this is not the protocol; the worker is stopped rather than buffering forever. */
 const MAX_LINE_BYTES = 1 << 30;
 
@@ -82,8 +98,8 @@ export class Worker {
   /** The execute request currently running (requests run in order; output with id null is its). */
   private active: Pending | null = null;
   private nextId = 0;
-  private partial: Buffer[] = [];
-  private partialBytes = 0;
+  /** The protocol pipe's lines; the chunks are ours to keep (see LineSplitter). */
+  private readonly lines = new LineSplitter(MAX_LINE_BYTES, false, false);
   private stderrTail = "";
   private noise = "";
   private killedByUs = false;
@@ -152,13 +168,14 @@ export class Worker {
 
   /** Sends one request and resolves with its `done`; rejects when the worker dies or is closed first. */
   request(body: RequestBody, handlers?: RequestHandlers): Promise<DoneEvent> {
-    if (this.state !== "ready") return Promise.reject(this.unavailable());
+    if (this.state !== "ready") return Promise.reject(this.unavailable(body.type));
     const id = String(++this.nextId);
     return new Promise<DoneEvent>((resolve, reject) => {
-      const pending: Pending = { id, type: body.type, handlers, resolve, reject };
+      const pending: Pending = { id, type: body.type, handlers, resolve, reject, undelivered: false };
       this.pending.set(id, pending);
       if (body.type === "execute" && this.active === null) this.active = pending;
-      this.write(JSON.stringify({ ...body, id }));
+      // Its exit seen (the rest of its output still on the way) or its stdin closed: the process is gone.
+      pending.undelivered = !this.write(JSON.stringify({ ...body, id })) || this.exit !== null;
     });
   }
 
@@ -240,82 +257,83 @@ export class Worker {
     return `: ${line.length > START_DETAIL_CHARS ? `${line.slice(0, START_DETAIL_CHARS)}...` : line}`;
   }
 
-  private write(line: string): void {
+  /** False when the process is known not to get the line (its stdin is closed); the exit handler reports why. */
+  private write(line: string): boolean {
     try {
-      this.stdin.write(`${line}\n`);
+      return this.stdin.write(`${line}\n`);
     } catch {
       // The exit handler rejects whatever is pending.
+      return true;
     }
   }
 
-  private unavailable(): AwreplError {
+  private unavailable(type: IdRequest["type"]): AwreplError {
     if (this.state === "closed") return new AwreplError("worker_closed", "The worker was closed");
-    if (this.state === "dead" && this.exit) return this.diedError(this.exit);
+    if (this.state === "dead" && this.exit) return this.diedError(this.exit, type);
     return new AwreplError("internal", `The worker is not ready (state ${this.state})`);
   }
 
-  private diedError(exit: WorkerExit): AwreplError {
+  /** The worker's death as the error of a pending request; of one it never read when `undelivered` names its type. */
+  private diedError(exit: WorkerExit, undelivered?: IdRequest["type"]): AwreplError {
     const how = this.killedByUs ? "was killed by awrepl" : describeExit(exit);
+    if (undelivered) return new UndeliveredRequestError(`The Python worker (pid ${this.pid}) ${how} before it got the ${undelivered} request${this.diagnostics()}`);
     return new AwreplError("worker_died", `The Python worker (pid ${this.pid}) ${how}${this.diagnostics()}`);
   }
 
   private onData(chunk: Buffer): void {
-    let start = 0;
-    let nl = chunk.indexOf(10);
-    if (nl < 0) {
-      this.keepPartial(chunk);
-      return;
-    }
-    if (this.partialBytes > 0) {
-      this.partial.push(chunk.subarray(0, nl));
-      const line = Buffer.concat(this.partial, this.partialBytes + nl);
-      this.partial = [];
-      this.partialBytes = 0;
-      this.onFrame(line);
-      start = nl + 1;
-      nl = chunk.indexOf(10, start);
-    }
-    while (nl >= 0) {
-      if (nl > start) this.onFrame(chunk.subarray(start, nl));
-      start = nl + 1;
-      nl = chunk.indexOf(10, start);
-    }
-    if (start < chunk.length) this.keepPartial(chunk.subarray(start));
-  }
-
-  private keepPartial(piece: Buffer): void {
-    this.partial.push(piece);
-    this.partialBytes += piece.length;
-    if (this.partialBytes > MAX_LINE_BYTES) {
-      this.partial = [];
-      this.partialBytes = 0;
-      this.noise += `[a frame longer than ${MAX_LINE_BYTES} bytes]\n`;
+    try {
+      this.lines.split(chunk, this.onFrame);
+    } catch {
+      // Only the line cap throws (onFrame keeps a failing handler's error for diagnostics).
+      this.keepNoise(`[a frame longer than ${MAX_LINE_BYTES} bytes]`);
       this.kill();
     }
   }
 
+  /** Keeps a line for diagnostics(): what the process wrote that is not the protocol, or what went wrong reading it. */
+  private keepNoise(line: string): void {
+    this.noise = `${this.noise}${line}\n`.slice(-STDERR_KEEP);
+  }
+
+  /** A handler that throws must not stop the frames that follow (the done would never arrive): said in diagnostics. */
+  private keepHandlerFailure(event: string, err: unknown): void {
+    this.keepNoise(`[a handler failed on a ${event} event: ${(err as Error)?.message ?? err}]`);
+  }
+
   /** One frame's bytes: output frames are read without decoding their text, the rest parsed. */
-  private onFrame(line: Buffer): void {
+  private readonly onFrame = (line: Uint8Array): void => {
+    if (line.length === 0) return;
     const frame = readOutputFrame(line);
     if (!frame) {
-      this.onLine(line.toString("utf8"));
+      this.onLine(UTF8.decode(line));
       return;
     }
     try {
-      this.dispatchOutput(frame);
+      this.deliverOutput(frame.stream, frame.id, frame.raw);
     } catch (err) {
-      this.noise = `${this.noise}[a handler failed on a ${frame.stream} event: ${(err as Error)?.message ?? err}]\n`.slice(-STDERR_KEEP);
+      this.keepHandlerFailure(frame.stream, err);
     }
+  };
+
+  /**
+   * The request that output or a display belongs to: the one its id names while that one is pending;
+   * id null (fd-level output) and ids of finished cells (their background tasks) belong to the execute
+   * that runs now, if any.
+   */
+  private ownerOf(id: string | null): Pending | null {
+    return (id === null ? undefined : this.pending.get(id)) ?? this.active;
   }
 
-  private dispatchOutput({ stream, id, raw }: OutputFrame): void {
-    // id null (fd-level output) and ids of finished cells (their background tasks) belong to
-    // whatever runs now.
-    const p = id === null ? this.active : (this.pending.get(id) ?? this.active);
-    const handlers = p?.handlers;
-    if (handlers?.rawOutput) handlers.rawOutput(stream, raw);
-    else if (handlers?.output) handlers.output(stream, raw.text());
-    else this.listeners.onUnclaimedOutput?.(stream, raw.text());
+  /** Output to its owner's handlers: undecoded when it came undecoded and they take it so; else to the listeners. */
+  private deliverOutput(stream: "stdout" | "stderr", id: string | null, output: RawText | string): void {
+    const handlers = this.ownerOf(id)?.handlers;
+    if (typeof output !== "string" && handlers?.rawOutput) {
+      handlers.rawOutput(stream, output);
+      return;
+    }
+    const text = typeof output === "string" ? output : output.text();
+    if (handlers?.output) handlers.output(stream, text);
+    else this.listeners.onUnclaimedOutput?.(stream, text);
   }
 
   private onLine(line: string): void {
@@ -324,40 +342,32 @@ export class Worker {
       event = JSON.parse(line);
     } catch {
       // Not a frame (a remote shell's banner, a crash message): keep it for diagnostics.
-      this.noise = `${this.noise}${line.slice(0, 500)}\n`.slice(-STDERR_KEEP);
+      this.keepNoise(line.slice(0, 500));
       return;
     }
     try {
       this.dispatch(event);
     } catch (err) {
-      // A handler that throws must not stop the frames that follow (the done would never arrive).
-      this.noise = `${this.noise}[a handler failed on a ${String((event as { event?: unknown } | null)?.event)} event: ${(err as Error)?.message ?? err}]\n`.slice(-STDERR_KEEP);
+      this.keepHandlerFailure(String((event as { event?: unknown } | null)?.event), err);
     }
   }
 
   private dispatch(event: RuntimeEvent): void {
     switch (event.event) {
       case "stdout":
-      case "stderr": {
-        // id null (fd-level output) and ids of finished cells (their background tasks) belong to
-        // whatever runs now.
-        const p = event.id === null ? this.active : (this.pending.get(event.id) ?? this.active);
-        if (p?.handlers?.output) p.handlers.output(event.event, event.text);
-        else this.listeners.onUnclaimedOutput?.(event.event, event.text);
+      case "stderr":
+        this.deliverOutput(event.event, event.id, event.text);
         return;
-      }
       case "result":
         this.pending.get(event.id)?.handlers?.result?.(event.text);
         return;
-      case "display": {
-        const p = event.id === null ? this.active : (this.pending.get(event.id) ?? this.active);
-        p?.handlers?.display?.(event.data);
+      case "display":
+        this.ownerOf(event.id)?.handlers?.display?.(event.data);
         return;
-      }
       case "error": {
         if (event.id === null) {
           // A ProtocolError for a line we sent: nothing to attach it to but diagnostics.
-          this.noise = `${this.noise}${event.ename}: ${event.evalue}\n`.slice(-STDERR_KEEP);
+          this.keepNoise(`${event.ename}: ${event.evalue}`);
           return;
         }
         this.pending.get(event.id)?.handlers?.error?.(event);
@@ -412,14 +422,15 @@ export class Worker {
       if (this.state !== "closed") this.state = "dead";
       // Whatever the worker left in its process group (subprocesses) goes with it.
       if (this.pid > 0) killGroup(this.pid);
+      const died = !spawnError && !this.readyWaiter;
       const error =
         spawnError ??
-        (this.readyWaiter
-          ? new AwreplError("no_interpreter", `Python command ${JSON.stringify(this.label)} ${describeExit(exit)} before it was ready ${NOT_PYTHON}${this.startFailureDetail()}`)
-          : this.diedError(exit));
+        (died
+          ? this.diedError(exit)
+          : new AwreplError("no_interpreter", `Python command ${JSON.stringify(this.label)} ${describeExit(exit)} before it was ready ${NOT_PYTHON}${this.startFailureDetail()}`));
       this.readyWaiter?.reject(error);
       this.readyWaiter = null;
-      this.failPending(error);
+      this.failPending(error, died ? exit : undefined);
       this.resolveExited(exit);
       this.listeners.onExit?.(exit, this);
     };
@@ -441,10 +452,11 @@ export class Worker {
     stdout.once("close", once);
   }
 
-  private failPending(error: AwreplError): void {
+  /** Rejects every pending request with `error`; after a death (`diedOf`), undelivered ones say so. */
+  private failPending(error: AwreplError, diedOf?: WorkerExit): void {
     const all = [...this.pending.values()];
     this.pending.clear();
     this.active = null;
-    for (const p of all) p.reject(error);
+    for (const p of all) p.reject(p.undelivered && diedOf ? this.diedError(diedOf, p.type) : error);
   }
 }

@@ -1,0 +1,58 @@
+// How a session gets a ready worker: a matching warm spare when its host keeps some, otherwise a new
+// process running the runtime's cached bytecode (dropped and replaced by the source when it will not
+// start); then, a little later, the spare refilled for the next session.
+import { rmSync } from "node:fs";
+import { AwreplError } from "../core/errors.ts";
+import type { Interpreter } from "../worker/interpreter.ts";
+import { type Launch, runtimeLaunch } from "../worker/launch.ts";
+import { type SpareWorkers, spareKey } from "../worker/spare.ts";
+import { Worker, type WorkerListeners, type WorkerOptions } from "../worker/worker.ts";
+
+/** Everything that decides which worker a session runs (a spare fits only when all of it matches). */
+export type WorkerSpec = {
+  home: string;
+  interpreter: Interpreter;
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  spares: SpareWorkers | null;
+};
+
+/** How long after a session's worker is ready its replacement spare is started. */
+const SPARE_DELAY_MS = 100;
+
+/**
+ * A ready worker for `spec` whose events go to `listeners`, and `refillSpare`, for the session to call
+ * once it keeps the worker (a session closed meanwhile does not).
+ */
+export async function startSessionWorker(spec: WorkerSpec, listeners: WorkerListeners): Promise<{ worker: Worker; refillSpare(): void }> {
+  let launch = await runtimeLaunch(spec.home, spec.interpreter);
+  const spares = spec.spares;
+  let worker = spares ? await spares.take(spareKey(launch.argv, spec.cwd, spec.env)) : null;
+  if (worker) {
+    worker.setListeners(listeners);
+  } else {
+    try {
+      worker = await Worker.start(workerOptions(spec, launch, listeners));
+    } catch (err) {
+      // A damaged bytecode cache (truncated, another build's magic number) must not lock a user
+      // out: drop it and start from the source.
+      if (!launch.bytecode || !(err instanceof AwreplError) || err.code !== "no_interpreter") throw err;
+      rmSync(launch.bytecode, { force: true });
+      launch = await runtimeLaunch(spec.home, spec.interpreter, { bytecode: false });
+      worker = await Worker.start(workerOptions(spec, launch, listeners));
+    }
+  }
+  const used = launch;
+  const refillSpare = () => {
+    if (!spares) return;
+    // The next session (or this one's next worker) takes a warm spare, started a little later: a
+    // spawn costs the host 1-5 ms of synchronous work, which must not delay this session's first cell.
+    const timer = setTimeout(() => spares.fill(spareKey(used.argv, spec.cwd, spec.env), () => Worker.start(workerOptions(spec, used, {}))), SPARE_DELAY_MS);
+    timer.unref?.();
+  };
+  return { worker, refillSpare };
+}
+
+function workerOptions(spec: WorkerSpec, launch: Launch, listeners: WorkerListeners): WorkerOptions {
+  return { argv: launch.argv, label: spec.interpreter.command, stdinPreamble: launch.stdinPreamble, cwd: spec.cwd, env: spec.env, ...listeners };
+}
