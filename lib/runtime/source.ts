@@ -6,7 +6,8 @@
 // (how a worker is launched: lib/worker/launch.ts).
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, renameSync } from "node:fs";
+import { writeFileAtomic } from "../core/files.ts";
 import { join } from "node:path";
 import { AwreplError } from "../core/errors.ts";
 import { ensurePrivateDir } from "../settings/home.ts";
@@ -46,26 +47,11 @@ function runtimeDir(home: string): string {
   return ensurePrivateDir(join(home, "runtime"));
 }
 
-function writeAtomically(path: string, data: Buffer | string): void {
-  const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
-  writeFileSync(tmp, data, { mode: 0o600 });
-  try {
-    renameSync(tmp, path);
-  } catch (err) {
-    try {
-      unlinkSync(tmp);
-    } catch {
-      // Ignore: the rename error is the one to report.
-    }
-    throw err;
-  }
-}
-
 /** The runtime written to the state directory under its content hash; written once. */
 export async function runtimeFile(home: string): Promise<string> {
   const src = await runtimeSource();
   const path = join(runtimeDir(home), `runtime-${src.hash}.py`);
-  if (!existsSync(path)) writeAtomically(path, src.bytes);
+  if (!existsSync(path)) writeFileAtomic(path, src.bytes);
   return path;
 }
 

@@ -3,7 +3,7 @@
 // state (killed at its deadline, or the worker died), which the result says in so many words.
 import type { DisplayWriter } from "./display.ts";
 import { capEntries, capText, type CappedText, type OutputCollector, type Stream } from "./output.ts";
-import type { RawText } from "../wire/raw_text.ts";
+import type { RawText } from "../wire/output_frames.ts";
 import type { DisplayItem, ExecResult, ExecStatus } from "../protocol/result.ts";
 import type { DoneEvent, ErrorEvent } from "../protocol/runtime.ts";
 import type { ExecuteOptions } from "../protocol/api.ts";

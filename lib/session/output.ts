@@ -3,11 +3,11 @@
 // middle is counted and dropped. Sizes are UTF-8 bytes; cuts land on character boundaries only, so a
 // kept string never ends or starts inside a multi-byte character.
 //
-// Output can arrive undecoded (addRaw, a RawText from lib/wire/raw_text.ts): once the head is full such a
+// Output can arrive undecoded (addRaw, a RawText from lib/wire/output_frames.ts): once the head is full such a
 // piece is only counted and, if it is still in the tail when the result is made, decoded. The tail
 // drops whole pieces as later ones arrive and cuts inside its first piece only in result(), so a
 // piece passing through is never decoded; it holds at most the tail's limit plus one piece.
-import type { RawText } from "../wire/raw_text.ts";
+import type { RawText } from "../wire/output_frames.ts";
 
 export type Stream = "stdout" | "stderr";
 

@@ -2,7 +2,8 @@
 // its JSON manifest <name>.json), what a manifest says, and the three things done to the files besides
 // writing them (the runtime writes both atomically: temp file + os.replace): moving a corrupt one
 // aside, forgetting a closed session's, and sweeping the temp files a killed writer left behind.
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import { writeFileAtomic } from "../core/files.ts";
 import { basename, dirname, join } from "node:path";
 import { SESSION_NAME } from "../core/names.ts";
 import { processAlive } from "../core/process.ts";
@@ -106,10 +107,8 @@ export function specPath(home: string, name: string): string {
  */
 export function writeSessionSpec(home: string, name: string, spec: SessionSpec): void {
   const path = specPath(home, name);
-  const temp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  writeFileSync(temp, JSON.stringify(spec), { mode: 0o600 });
-  renameSync(temp, path);
+  writeFileAtomic(path, JSON.stringify(spec));
 }
 
 /** The spec saved for session `name`, or null (none, or unreadable). */

@@ -4,7 +4,8 @@
 // `awrepl trust` recorded it: its absolute path and the SHA-256 of its content, in the user's state
 // directory (trusted.json, 0600). An edit after that is a new file and needs trusting again.
 // Plain settings (limits, timeouts) need no trust.
-import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
+import { writeFileAtomic } from "../core/files.ts";
 import { join } from "node:path";
 import { AwreplError } from "../core/errors.ts";
 
@@ -32,10 +33,7 @@ function readRecords(home: string): TrustRecord {
 }
 
 function writeRecords(home: string, records: TrustRecord): void {
-  const path = trustFile(home);
-  const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(records, null, 2)}\n`, { mode: 0o600 });
-  renameSync(tmp, path);
+  writeFileAtomic(trustFile(home), `${JSON.stringify(records, null, 2)}\n`);
 }
 
 /** "trusted", "untrusted" (never recorded) or "changed" (recorded with other content). */

@@ -6,7 +6,8 @@
 // Any other command line (`ssh host python3`, `docker exec -i box python3`) is remote: the runtime's
 // source goes over its stdin.
 import { execFile } from "node:child_process";
-import { closeSync, existsSync, openSync, readFileSync, readSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from "node:fs";
+import { writeFileAtomic } from "../core/files.ts";
 import { basename, delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { AwreplError } from "../core/errors.ts";
 import { ensurePrivateDir } from "../settings/home.ts";
@@ -210,9 +211,7 @@ async function interpreterFacts(file: string, flags: string[], env: NodeJS.Proce
     ensurePrivateDir(join(home, "runtime"));
     const fresh = readCache(cacheFile);
     fresh[key] = facts;
-    const tmp = `${cacheFile}.${process.pid}.${Date.now()}.tmp`;
-    writeFileSync(tmp, JSON.stringify(fresh), { mode: 0o600 });
-    renameSync(tmp, cacheFile);
+    writeFileAtomic(cacheFile, JSON.stringify(fresh));
   }
   return facts;
 }

@@ -8,14 +8,14 @@ import { killGroup } from "../core/process.ts";
 import { LineSplitter } from "../wire/lines.ts";
 import { PipeWriter } from "../wire/pipe_writer.ts";
 import type { DoneEvent, ErrorEvent, IdRequest, ReadyEvent, RuntimeEvent } from "../protocol/runtime.ts";
-import { type RawText, readOutputFrame } from "../wire/raw_text.ts";
+import { type RawText, readOutputFrame } from "../wire/output_frames.ts";
 
 export type WorkerState = "starting" | "ready" | "closed" | "dead";
 
 /** Handlers for the events of one request; output with id null goes to the active execute's handlers. */
 export type RequestHandlers = {
   output?(stream: "stdout" | "stderr", text: string): void;
-  /** Output not yet decoded (lib/wire/raw_text.ts); when absent, `output` gets the decoded text. */
+  /** Output not yet decoded (lib/wire/output_frames.ts); when absent, `output` gets the decoded text. */
   rawOutput?(stream: "stdout" | "stderr", raw: RawText): void;
   display?(data: Record<string, unknown>): void;
   result?(text: string): void;

@@ -2,7 +2,8 @@
 // of the same name share it. One entry per line, oldest first (like Python's ~/.python_history), appended
 // as lines are entered so concurrent runs never overwrite each other. The file is bounded: when it has
 // grown past twice the limit it is rewritten with the newest `limit` entries on the next start.
-import { appendFileSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { appendFileSync, readFileSync } from "node:fs";
+import { writeFileAtomic } from "../../core/files.ts";
 import { join } from "node:path";
 import { ensurePrivateDir } from "../../settings/home.ts";
 
@@ -53,10 +54,8 @@ export class HistoryFile {
   }
 
   #compact(kept: string[]): void {
-    const tmp = `${this.path}.${process.pid}.tmp`;
     try {
-      writeFileSync(tmp, kept.map((line) => `${line}\n`).join(""), { mode: 0o600 });
-      renameSync(tmp, this.path);
+      writeFileAtomic(this.path, kept.map((line) => `${line}\n`).join(""));
     } catch {
       // Compaction is housekeeping: the next start tries again.
     }
