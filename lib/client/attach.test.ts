@@ -1,12 +1,14 @@
-// attach() and the client calls against a real supervisor started from source (`bun main.ts
-// __supervisor`), with real Python workers; each test has its own state directory.
+// attach() and the client calls (detached cells and collect too) against a real supervisor started
+// from source (`bun main.ts __supervisor`), with real Python workers; each test has its own state
+// directory.
 import { afterEach, describe, expect, test } from "bun:test";
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { attach, closeSession, daemonStatus, interruptSession, listSessions, stopDaemon } from "./attach.ts";
+import { attach, closeSession, collectResult, daemonStatus, interruptSession, listSessions, stopDaemon } from "./attach.ts";
+import { AwreplError } from "../core/errors.ts";
 import { processAlive } from "../core/process.ts";
 import { socketPath } from "../settings/home.ts";
 
@@ -230,6 +232,118 @@ describe("attach", () => {
     expect(r.value).toBe("'new'");
     const status = await daemonStatus({ home: h });
     expect(status?.pid).not.toBe(old.pid);
+  });
+});
+
+// A detached cell outlives its client; its result is kept for `collect` (once, one per session);
+// keep_result keeps a result its client still receives; cancel withdraws.
+const state = async (h: string, name: string) => (await listSessions({ home: h })).find((s) => s.name === name);
+
+describe("detached cells (collect, keep_result)", () => {
+  test("a detached cell runs on after its client closes; a new client collects its result, once", async () => {
+    const h = home();
+    const a = await attach("d", { home: h, python: PYTHON });
+    await a.execute("n = 0");
+    const cell = a.executeDetached("import time\nfor _ in range(10):\n    n += 1\n    time.sleep(0.05)\n'finished'");
+    cell.result.catch(() => {}); // the connection closes under it
+    await waitFor(async () => (await state(h, "d"))?.state === "busy");
+    await a.close();
+    await using b = await attach("d", { home: h, python: PYTHON });
+    const first = await b.collect(0);
+    // Either still running (not ours: another connection sent it) or, on a slow machine, already kept.
+    if (first.state === "running") {
+      expect(first.mine).toBe(false);
+      const done = await b.collect(20_000);
+      expect(done).toMatchObject({ state: "done", mine: false, result: { status: "ok", value: "'finished'" } });
+    } else {
+      expect(first).toMatchObject({ state: "done", result: { value: "'finished'" } });
+    }
+    expect(await b.collect(0)).toEqual({ state: "idle" });
+    expect((await b.execute("n")).value).toBe("10");
+  });
+
+  test("without detach the same cell is interrupted when its client goes away, and nothing is kept", async () => {
+    const h = home();
+    const a = await attach("plain", { home: h, python: PYTHON });
+    await a.execute("n = 0");
+    a.execute("import time\nwhile True:\n    n += 1\n    time.sleep(0.01)").catch(() => {});
+    await waitFor(async () => (await state(h, "plain"))?.state === "busy");
+    await a.close();
+    await waitFor(async () => (await state(h, "plain"))?.state === "idle");
+    expect(await collectResult("plain", { home: h })).toEqual({ state: "idle" });
+  });
+
+  test("a detached call queued behind another client's cell still runs after its client left; only the latest result is kept", async () => {
+    const h = home();
+    await using person = await attach("q", { home: h, python: PYTHON });
+    const a = await attach("q", { home: h, python: PYTHON });
+    await person.execute("log = []");
+    const blocker = person.execute("import time\ntime.sleep(0.5)\nlog.append('person')");
+    await waitFor(async () => (await state(h, "q"))?.state === "busy");
+    a.executeDetached("log.append('first'); 'first'").result.catch(() => {});
+    a.executeDetached("log.append('second'); 'second'").result.catch(() => {});
+    await waitFor(async () => (await state(h, "q"))?.queued === 2);
+    await a.close();
+    // A cell without detach (the person's) is not something collect waits for or keeps.
+    expect((await blocker).status).toBe("ok");
+    await waitFor(async () => (await state(h, "q"))?.state === "idle");
+    expect((await person.execute("log")).value).toBe("['person', 'first', 'second']");
+    const kept = await collectResult("q", { home: h });
+    expect(kept).toMatchObject({ state: "done", result: { value: "'second'" } });
+    expect(await collectResult("q", { home: h })).toEqual({ state: "idle" });
+  });
+
+  test("keep_result: the result still comes to its client and is kept for collect too; after the end it is false", async () => {
+    const h = home();
+    await using a = await attach("k", { home: h, python: PYTHON });
+    const cell = a.executeDetached("import time\ntime.sleep(0.4)\n6 * 7");
+    expect(await cell.keepResult()).toBe(true);
+    expect((await cell.result).value).toBe("42");
+    // Its own connection collects it: mine.
+    expect(await a.collect(0)).toMatchObject({ state: "done", mine: true, result: { value: "42" } });
+    expect(await a.collect(0)).toEqual({ state: "idle" });
+    const quick = a.executeDetached("1 + 1");
+    expect((await quick.result).value).toBe("2");
+    expect(await quick.keepResult()).toBe(false);
+    // Not kept: delivered, and nobody asked.
+    expect(await a.collect(0)).toEqual({ state: "idle" });
+  });
+
+  test("every collect waiting gets the result; a cancelled collect answers at once; a cancelled cell's result is not kept", async () => {
+    const h = home();
+    await using a = await attach("w", { home: h, python: PYTHON });
+    await using b = await attach("w", { home: h, python: PYTHON });
+    const cell = a.executeDetached("import time\ntime.sleep(0.5)\n'both'");
+    await cell.keepResult();
+    const [x, y] = await Promise.all([b.collect(20_000), collectResult("w", { home: h, waitMs: 20_000 })]);
+    expect(x).toMatchObject({ state: "done", result: { value: "'both'" } });
+    expect(y).toMatchObject({ state: "done", result: { value: "'both'" } });
+    await cell.result;
+    // Handed to the waiting collects, so not kept as well.
+    expect(await b.collect(0)).toEqual({ state: "idle" });
+
+    const abort = new AbortController();
+    const loop = a.executeDetached("while True:\n    pass", { signal: abort.signal });
+    await loop.keepResult();
+    const giveUp = new AbortController();
+    const t0 = performance.now();
+    const waiting = b.collect(60_000, { signal: giveUp.signal });
+    setTimeout(() => giveUp.abort(), 200);
+    expect(await waiting).toMatchObject({ state: "running", mine: false });
+    expect(performance.now() - t0).toBeLessThan(30_000);
+    abort.abort();
+    expect((await loop.result).status).toBe("interrupted");
+    await waitFor(async () => (await state(h, "w"))?.state === "idle");
+    expect(await b.collect(0)).toEqual({ state: "idle" });
+  });
+
+  test("collect of a session that does not run is session_not_found", async () => {
+    const h = home();
+    await using a = await attach("exists", { home: h, python: PYTHON });
+    await a.execute("1");
+    const err = await collectResult("nope", { home: h }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AwreplError);
+    expect((err as AwreplError).code).toBe("session_not_found");
   });
 });
 

@@ -12,7 +12,7 @@ import { processAlive } from "../core/process.ts";
 import { AwreplError } from "../core/errors.ts";
 import { checkSessionName } from "../core/names.ts";
 import type { RawText } from "../wire/output_frames.ts";
-import type { DaemonStatus, SessionInfo, SessionSpec } from "../protocol/supervisor.ts";
+import type { CollectValue, DaemonStatus, RequestId, SessionInfo, SessionSpec } from "../protocol/supervisor.ts";
 import type { ExecResult, RestoreReport } from "../protocol/result.ts";
 import type { InspectInfo } from "../protocol/runtime.ts";
 import { type ClientOptions, type HomeLayout, layoutOf } from "../settings/home.ts";
@@ -60,6 +60,31 @@ export type RemoteExecuteOptions = ExecuteOptions & {
   onRawOutput?(stream: "stdout" | "stderr", raw: RawText): void;
   liveLimit?: number;
 };
+
+/**
+ * A cell sent with `detach` (RemoteSession.executeDetached): it runs to its end even if this process
+ * goes away, and its result is then kept in the session for `collect`.
+ */
+export type DetachedCell = {
+  /** The result, when this process is still there to receive it. */
+  readonly result: Promise<ExecResult>;
+  /**
+   * Have the supervisor also keep the result for `collect` (it still arrives in `result`): for a
+   * caller that may end before it hands the result on. False when the cell already finished: `result`
+   * is then settled, or about to be.
+   */
+  keepResult(): Promise<boolean>;
+};
+
+/**
+ * What `collect` found: a detached cell's result (`mine`: it was sent through this RemoteSession's
+ * connection), a cell still running (`elapsedMs` null: still queued behind another call), or nothing
+ * to wait for. A kept result is handed out once.
+ */
+export type Collected =
+  | { state: "done"; result: ExecResult; mine: boolean }
+  | { state: "running"; elapsedMs: number | null; mine: boolean }
+  | { state: "idle" };
 
 /** A connection (and its hello) on its way, started before attach() (see connectEarly). */
 export type EarlyConnection = { layout: HomeLayout; conn: Promise<SupervisorConnection | null> };
@@ -116,6 +141,63 @@ export class RemoteSession implements Session {
    * so the supervisor need not send more.
    */
   async execute(code: string, options: RemoteExecuteOptions = {}): Promise<ExecResult> {
+    return this.#execute(code, options, false);
+  }
+
+  /**
+   * Sends the cell detached: it keeps its place and runs to its end when this process (or its
+   * connection) goes away, and a result nobody received is kept in the session for `collect`.
+   */
+  executeDetached(code: string, options: RemoteExecuteOptions = {}): DetachedCell {
+    let sent: { conn: SupervisorConnection; id: RequestId } | null = null;
+    let settled = false;
+    let onSent: () => void = () => {};
+    const ready = new Promise<void>((resolve) => {
+      onSent = resolve;
+    });
+    const result = this.#execute(code, options, true, (conn, id) => {
+      sent = { conn, id };
+      onSent();
+    });
+    const done = result.then(
+      () => {},
+      () => {},
+    );
+    void done.then(() => {
+      settled = true;
+      onSent();
+    });
+    return {
+      result,
+      keepResult: async () => {
+        await ready;
+        const where = sent as { conn: SupervisorConnection; id: RequestId } | null;
+        if (settled || !where || where.conn.closed) return false;
+        return (await where.conn.call({ type: "keep_result", target: where.id })).kept;
+      },
+    };
+  }
+
+  /**
+   * A detached cell's result (collect): the session's kept result at once, else waits up to `waitMs`
+   * for its oldest detached cell still queued or running. `signal` gives up waiting (taking nothing).
+   */
+  async collect(waitMs = 0, options: { signal?: AbortSignal } = {}): Promise<Collected> {
+    const { signal } = options;
+    signal?.throwIfAborted?.();
+    return this.#send("once", async (conn) => {
+      const call = conn.call({ type: "collect", session: this.id, wait_ms: waitMs });
+      const onAbort = () => conn.notify({ type: "cancel", target: call.id });
+      signal?.addEventListener("abort", onAbort, { once: true });
+      try {
+        return collected(await call);
+      } finally {
+        signal?.removeEventListener("abort", onAbort);
+      }
+    });
+  }
+
+  async #execute(code: string, options: RemoteExecuteOptions, detach: boolean, onSent?: (conn: SupervisorConnection, id: RequestId) => void): Promise<ExecResult> {
     const { onOutput, onDisplay, onRawOutput, signal } = options;
     signal?.throwIfAborted?.();
     // Live output goes undecoded to onRawOutput, or decoded to onOutput.
@@ -133,9 +215,11 @@ export class RemoteSession implements Session {
           spec: this.setup.spec,
           known: this.#used,
           filename: options.filename,
+          detach: detach || undefined,
         },
         { output, display: onDisplay },
       );
+      onSent?.(conn, call.id);
       const onAbort = () => conn.notify({ type: "cancel", target: call.id });
       signal?.addEventListener("abort", onAbort, { once: true });
       try {
@@ -252,6 +336,23 @@ export async function interruptSession(name: string, options: ClientOptions = {}
   checkSessionName(name);
   const r = await withSupervisor(layoutOf(options), (c) => c.call({ type: "interrupt", session: name }));
   return r?.interrupted ?? false;
+}
+
+/**
+ * A detached cell's result from any process (`awrepl -s NAME wait`): the session's kept result at
+ * once, else waits up to `waitMs` for its oldest detached cell still queued or running.
+ * session_not_found when no such session runs (no supervisor is started).
+ */
+export async function collectResult(name: string, options: ClientOptions & { waitMs?: number } = {}): Promise<Collected> {
+  checkSessionName(name);
+  const r = await withSupervisor(layoutOf(options), (c) => c.call({ type: "collect", session: name, wait_ms: options.waitMs ?? 0 }));
+  if (!r) throw new AwreplError("session_not_found", `No session named ${JSON.stringify(name)} is running (no supervisor runs)`);
+  return collected(r);
+}
+
+function collected(value: CollectValue): Collected {
+  if (value.state === "running") return { state: "running", elapsedMs: value.elapsed_ms, mine: value.mine };
+  return value;
 }
 
 /** The running supervisor's status, or null when none runs. */

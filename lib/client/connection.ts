@@ -111,9 +111,10 @@ export class SupervisorConnection {
     return code === "supervisor_unreachable" && this.#closedWhile === "greeting" && !this.#wedged;
   }
 
-  /** Sends a request whose answer is an `ok` reply. */
-  call<K extends keyof OkValue>(request: Outgoing & { type: K }): Promise<OkValue[K]> {
-    return this.#send(request) as Promise<OkValue[K]>;
+  /** Sends a request whose answer is an `ok` reply; `id` is the request's (for a `cancel` of it). */
+  call<K extends keyof OkValue>(request: Outgoing & { type: K }): Promise<OkValue[K]> & { id: RequestId } {
+    const id = this.#nextId;
+    return Object.assign(this.#send(request) as Promise<OkValue[K]>, { id });
   }
 
   /** Sends an execute request; its live output and display items go to `stream` until the result arrives. */

@@ -68,6 +68,12 @@ export type ExecuteCallRequest = {
   known?: boolean;
   /** The file the code came from (`run -f`): tracebacks name it and `__file__` is set (ExecuteOptions.filename). At most 4096 characters. */
   filename?: string;
+  /**
+   * Keep running if this connection goes away (queued or running), and keep the result in the session
+   * for a later `collect` when it cannot be delivered (or when `keep_result` asked for it). Without
+   * it, a connection that goes away has its call dropped or interrupted.
+   */
+  detach?: boolean;
 };
 export type SessionCallRequest =
   | { type: "variables"; id: RequestId; session: string; spec?: SessionSpec }
@@ -80,8 +86,21 @@ export type SessionCallRequest =
 export type ControlRequest =
   /** Interrupts the session's running cell, whoever sent it. Never queued. */
   | { type: "interrupt"; id: RequestId; session: string }
-  /** Withdraws one of this connection's own requests: dropped if queued, interrupted if running. */
+  /**
+   * Withdraws one of this connection's own requests: dropped if queued, interrupted if running (and
+   * its result no longer kept); a waiting `collect` answers at once without taking a result.
+   */
   | { type: "cancel"; id: RequestId; target: RequestId }
+  /**
+   * The result of a detached cell: a kept one at once (handed out once, then forgotten), else waits up
+   * to `wait_ms` (default 0) for the session's oldest detached call still queued or running.
+   */
+  | { type: "collect"; id: RequestId; session: string; wait_ms?: number }
+  /**
+   * Keep the result of this connection's detached execute `target` in its session for `collect`, even
+   * though it is still sent here: for a client that may end before it hands the result on.
+   */
+  | { type: "keep_result"; id: RequestId; target: RequestId }
   /** Ends the session and forgets its snapshot, unless `keep`; also forgets the snapshot of a session that is not running. */
   | { type: "close"; id: RequestId; session: string; keep?: boolean }
   | { type: "close_all"; id: RequestId; keep?: boolean }
@@ -125,6 +144,15 @@ export type DaemonStatus = {
   rss_bytes: number | null;
 };
 
+/**
+ * What `collect` answers. `mine`: the cell was sent on this connection. `elapsed_ms`: how long it has
+ * been running (null: still queued behind another call).
+ */
+export type CollectValue =
+  | { state: "done"; result: ExecResult; mine: boolean }
+  | { state: "running"; elapsed_ms: number | null; mine: boolean }
+  | { state: "idle" };
+
 /** The `value` of an `ok` reply, per request type. */
 export type OkValue = {
   open: { created: boolean; pid: number | null };
@@ -137,6 +165,9 @@ export type OkValue = {
   restore: RestoreReport;
   interrupt: { interrupted: boolean };
   cancel: { cancelled: boolean };
+  collect: CollectValue;
+  /** false: no such detached call is queued or running here (it finished: its result was sent before this reply). */
+  keep_result: { kept: boolean };
   /** `closed`: a running session was ended; `forgot`: its snapshot was removed. */
   close: { closed: boolean; forgot: boolean };
   /** `forgot`: the names whose snapshots were removed (running or not). */

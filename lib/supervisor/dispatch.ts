@@ -1,7 +1,8 @@
 // What the supervisor does with one request line: hello and stop first (they work across versions),
-// then requests that act at once (interrupt, cancel, close, list, status: never queued behind a cell),
-// and everything else in its session's FIFO (session_table.ts). Every request gets exactly one final
-// reply, `result`, `ok` or `error`, with its id; a failure in one request never reaches another.
+// then requests that act at once (interrupt, cancel, collect, keep_result, close, list, status: never
+// queued behind a cell), and everything else in its session's FIFO (session_table.ts). Every request
+// gets exactly one final reply, `result`, `ok` or `error`, with its id; a failure in one request never
+// reaches another.
 import { existsSync } from "node:fs";
 import { AwreplError } from "../core/errors.ts";
 import { AWREPL_VERSION, buildId, SUPERVISOR_PROTOCOL } from "../core/version.ts";
@@ -107,6 +108,10 @@ function dispatch(host: RequestHost, client: ClientConnection, request: Exclude<
       return later(sessions.interrupt(request.session).then((interrupted) => ({ interrupted })));
     case "cancel":
       return ok({ cancelled: sessions.cancel(client, request.target) });
+    case "collect":
+      return later(sessions.collect(client, request.id, request.session, request.wait_ms ?? 0));
+    case "keep_result":
+      return ok({ kept: sessions.keepResult(client, request.target) });
     case "close":
       return later(closeSession(host, request.session, request.keep === true));
     case "close_all":
@@ -133,9 +138,10 @@ function queue(host: RequestHost, client: ClientConnection, request: QueuedReque
     owner: client,
     id,
     abort: new AbortController(),
+    detach: request.type === "execute" && request.detach === true,
     fail: (error) => client.error(id, error),
     run: async (session, signal) => {
-      if (request.type === "execute") return execute(client, session, request, signal, created);
+      if (request.type === "execute") return execute(host.sessions, client, session, request, call, created);
       if (request.type === "open") return client.reply({ event: "ok", id, value: { created, pid: session.pid } });
       // Its client went away (or cancelled it): interrupt the request too, a listing stuck in a __repr__ say.
       const onAbort = () => void session.interrupt();
@@ -150,8 +156,9 @@ function queue(host: RequestHost, client: ClientConnection, request: QueuedReque
   created = host.sessions.submit(name, request.spec, call);
 }
 
-async function execute(client: ClientConnection, session: ReplSession, request: ExecuteCallRequest, signal: AbortSignal, created: boolean): Promise<void> {
+async function execute(sessions: SessionTable, client: ClientConnection, session: ReplSession, request: ExecuteCallRequest, call: Call, created: boolean): Promise<void> {
   const { id, session: name } = request;
+  const signal = call.abort.signal;
   // Asked for by a later caller (`run --autosave`): switched on, never off, by a spec.
   if (request.spec?.autosave === true) session.autosave = true;
   const stream = request.stream === true;
@@ -179,6 +186,8 @@ async function execute(client: ClientConnection, session: ReplSession, request: 
     const lost = `Session ${name} was not running (closed, or its supervisor stopped); this call ran in a fresh worker and the earlier state is gone.`;
     result.notice = result.notice ? `${lost} ${result.notice}` : lost;
   }
+  // A detached call's result may be kept for `collect`, and has nobody to go to once its client left.
+  if (call.detach && !sessions.finishDetached(name, call, result)) return;
   client.reply({ event: "result", id, result });
 }
 

@@ -60,6 +60,18 @@ describe("reading a request line", () => {
     expect(errorOf({ type: "execute", id: 1, session: "a", code: "x", filename: 3 }).error.message).toContain("filename");
     expect(errorOf({ type: "execute", id: 1, session: "a", code: "x", filename: "a".repeat(4097) }).error.code).toBe("usage");
     expect(accepted({ type: "execute", id: 1, session: "a", code: "x", filename: "/tmp/x.py" })).toBe(true);
+    expect(accepted({ type: "execute", id: 1, session: "a", code: "x", detach: true })).toBe(true);
+    expect(errorOf({ type: "execute", id: 1, session: "a", code: "x", detach: "yes" }).error.message).toContain("detach");
+  });
+
+  test("collect takes a bounded wait_ms; keep_result needs a target", () => {
+    expect(accepted({ type: "collect", id: 1, session: "a" })).toBe(true);
+    expect(accepted({ type: "collect", id: 1, session: "a", wait_ms: 5000 })).toBe(true);
+    expect(errorOf({ type: "collect", id: 1, session: "a", wait_ms: -1 }).error.message).toContain("wait_ms");
+    expect(errorOf({ type: "collect", id: 1, session: "a", wait_ms: 2 ** 31 }).error.message).toContain("wait_ms must be at most");
+    expect(errorOf({ type: "collect", id: 1 }).error.code).toBe("usage");
+    expect(accepted({ type: "keep_result", id: 2, target: 1 })).toBe(true);
+    expect(errorOf({ type: "keep_result", id: 2 }).error.message).toContain("keep_result needs a target id");
   });
 
   test("hello needs its protocol and version; stop needs nothing", () => {
@@ -83,7 +95,7 @@ describe("reading a request line", () => {
 describe("the request table", () => {
   test("says which requests name a session", () => {
     expect(REQUEST_TYPES.filter(namesSession).sort()).toEqual<string[]>(
-      ["close", "complete", "execute", "inspect", "interrupt", "is_complete", "open", "reset", "restore", "snapshot", "variables"].sort(),
+      ["close", "collect", "complete", "execute", "inspect", "interrupt", "is_complete", "open", "reset", "restore", "snapshot", "variables"].sort(),
     );
     // A request that names a session is refused without a valid one; the others do not look.
     for (const type of REQUEST_TYPES.filter(namesSession)) expect(errorOf({ type, id: 1, session: "bad name" }).error.code).toBe("usage");

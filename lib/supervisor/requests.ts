@@ -9,6 +9,7 @@
 // against it, so a request added there and not here (or the other way round), or one whose `session`
 // or `id` flag disagrees with its declaration, fails to compile.
 import { AwreplError } from "../core/errors.ts";
+import { MAX_DELAY_MS } from "../core/limits.ts";
 import { checkSessionName } from "../core/names.ts";
 import type { ClientRequest, RequestId, RequestOf, RequestType, SessionSpec } from "../protocol/supervisor.ts";
 
@@ -53,7 +54,7 @@ const REQUESTS: { readonly [T in RequestType]: Rule<T> } = {
     check(f) {
       checkString(f, "code");
       for (const key of ["timeout_ms", "max_output_bytes", "live_limit"]) checkCount(f, key);
-      for (const key of ["stream", "known"]) checkFlag(f, key);
+      for (const key of ["stream", "known", "detach"]) checkFlag(f, key);
       if (f.filename !== undefined && (typeof f.filename !== "string" || f.filename.length > MAX_FILENAME)) {
         throw usage(`filename must be a string of at most ${MAX_FILENAME} characters`);
       }
@@ -74,13 +75,16 @@ const REQUESTS: { readonly [T in RequestType]: Rule<T> } = {
   snapshot: { session: true, id: true, check: checkPath },
   restore: { session: true, id: true, check: checkPath },
   interrupt: { session: true, id: true },
-  cancel: {
-    session: false,
+  cancel: { session: false, id: true, check: (f) => checkTarget(f, "cancel") },
+  collect: {
+    session: true,
     id: true,
     check(f) {
-      if (typeof f.target !== "number" && typeof f.target !== "string") throw protocolError("cancel needs a target id");
+      checkCount(f, "wait_ms");
+      if (typeof f.wait_ms === "number" && f.wait_ms > MAX_DELAY_MS) throw usage(`wait_ms must be at most ${MAX_DELAY_MS}, not ${f.wait_ms}`);
     },
   },
+  keep_result: { session: false, id: true, check: (f) => checkTarget(f, "keep_result") },
   close: { session: true, id: true, check: (f) => checkFlag(f, "keep") },
   close_all: { session: false, id: true, check: (f) => checkFlag(f, "keep") },
   list: { session: false, id: true },
@@ -144,6 +148,10 @@ function checkSpec(spec: unknown): asserts spec is SessionSpec {
       if (typeof v !== "string") throw usage(`spec.env.${k} must be a string`);
     }
   }
+}
+
+function checkTarget(fields: Record<string, unknown>, type: string): void {
+  if (typeof fields.target !== "number" && typeof fields.target !== "string") throw protocolError(`${type} needs a target id`);
 }
 
 function checkPath(fields: Record<string, unknown>): void {

@@ -1,10 +1,16 @@
 // The supervisor's named sessions: each has its own FIFO of calls (one runs at a time, in arrival
 // order), so a busy session never delays another. A call belongs to the connection that sent it:
-// when that connection goes away its queued calls are dropped and its running cell is interrupted.
+// when that connection goes away its queued calls are dropped and its running cell is interrupted —
+// except a detached execute, which runs to its end anyway. A detached call's result that cannot be
+// delivered (its connection is gone) or that its client asked to keep is kept in the session, one per
+// session (the next replaces it), until a `collect` hands it out; `collect` also waits for the
+// session's detached calls still queued or running. An agent host that kills and restarts its MCP
+// server (a client like any other) thus loses neither the cell nor its result.
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { AwreplError } from "../core/errors.ts";
-import type { RequestId, SessionInfo, SessionSpec } from "../protocol/supervisor.ts";
+import type { ExecResult } from "../protocol/result.ts";
+import type { CollectValue, RequestId, SessionInfo, SessionSpec } from "../protocol/supervisor.ts";
 import type { ReplSession } from "../session/session.ts";
 
 export type SessionFactory = (name: string, spec: SessionSpec) => Promise<ReplSession>;
@@ -14,8 +20,28 @@ export type Call = {
   owner: object;
   id: RequestId;
   readonly abort: AbortController;
+  /** A detached execute: it outlives its connection, and its result may be kept for `collect`. */
+  readonly detach?: boolean;
   run(session: ReplSession, signal: AbortSignal): Promise<void>;
   fail(error: AwreplError): void;
+};
+
+/** What the table knows of a detached call besides the Call itself. */
+type Detached = {
+  /** Its connection went away: the result has nobody to go to but `collect`. */
+  ownerGone: boolean;
+  /** Its client asked (keep_result) for the result to be kept even though it is sent there too. */
+  keep: boolean;
+  /** When it began running (Date.now()); null while queued. */
+  startedAt: number | null;
+};
+
+/** A `collect` waiting for the session's oldest detached call. */
+type Collector = {
+  owner: object;
+  id: RequestId;
+  timer: ReturnType<typeof setTimeout>;
+  resolve(value: CollectValue): void;
 };
 
 type Entry = {
@@ -27,10 +53,14 @@ type Entry = {
   running: Call | null;
   queue: Call[];
   closed: boolean;
+  /** The latest detached result nobody has collected (and who sent the cell): one per session, replaced by the next. */
+  kept: { result: ExecResult; owner: object } | null;
+  collectors: Collector[];
 };
 
 export class SessionTable {
   private readonly entries = new Map<string, Entry>();
+  private readonly detached = new WeakMap<Call, Detached>();
 
   constructor(
     private readonly factory: SessionFactory,
@@ -71,6 +101,7 @@ export class SessionTable {
       entry = this.create(name, spec);
       created = true;
     }
+    if (call.detach) this.detached.set(call, { ownerGone: false, keep: false, startedAt: null });
     entry.queue.push(call);
     this.pump(entry);
     return created;
@@ -84,32 +115,102 @@ export class SessionTable {
     return true;
   }
 
-  /** Withdraws one call of `owner`: dropped if queued, its cell interrupted if running. */
+  /**
+   * Withdraws one call of `owner`: dropped if queued, its cell interrupted if running (a detached
+   * one's result is then not kept: its client said it does not want it); a waiting collect of
+   * `owner` answers at once, taking no result.
+   */
   cancel(owner: object, id: RequestId): boolean {
     for (const entry of this.entries.values()) {
       const i = entry.queue.findIndex((c) => c.owner === owner && c.id === id);
       if (i >= 0) {
         const [call] = entry.queue.splice(i, 1);
         call?.fail(new AwreplError("internal", "Cancelled before it ran"));
+        this.wake(entry);
         return true;
       }
       if (entry.running?.owner === owner && entry.running.id === id) {
+        const detached = this.detached.get(entry.running);
+        if (detached) detached.keep = false;
         entry.running.abort.abort();
+        return true;
+      }
+      const collector = entry.collectors.find((c) => c.owner === owner && c.id === id);
+      if (collector) {
+        this.settle(entry, collector, this.peek(entry, owner));
         return true;
       }
     }
     return false;
   }
 
-  /** The connection `owner` went away: nobody waits for its calls any more. */
+  /**
+   * The connection `owner` went away: nobody waits for its calls any more. Its detached calls run on
+   * (their results are kept); the others are dropped, or interrupted if running.
+   */
   dropOwner(owner: object): void {
     for (const entry of this.entries.values()) {
-      entry.queue = entry.queue.filter((c) => c.owner !== owner);
-      if (entry.running?.owner === owner) {
+      for (const call of [entry.running, ...entry.queue]) {
+        const detached = call?.owner === owner ? this.detached.get(call) : undefined;
+        if (detached) detached.ownerGone = true;
+      }
+      entry.queue = entry.queue.filter((c) => c.owner !== owner || c.detach);
+      for (const c of entry.collectors.filter((c) => c.owner === owner)) this.settle(entry, c, null);
+      if (entry.running?.owner !== owner) continue;
+      if (entry.running.detach) {
+        this.log(`session ${entry.name}: client went away; its detached call ${String(entry.running.id)} runs on and its result is kept`);
+      } else {
         this.log(`session ${entry.name}: client went away, interrupting its call ${String(entry.running.id)}`);
         entry.running.abort.abort();
       }
     }
+  }
+
+  /** keep_result: keep the result of `owner`'s detached call `id` for collect. False when it is not queued or running. */
+  keepResult(owner: object, id: RequestId): boolean {
+    for (const entry of this.entries.values()) {
+      const call = [entry.running, ...entry.queue].find((c) => c?.owner === owner && c.id === id);
+      if (!call) continue;
+      const detached = this.detached.get(call);
+      if (!detached) throw new AwreplError("usage", `Request ${JSON.stringify(id)} is not a detached execute: only a detached cell's result can be kept`);
+      detached.keep = true;
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * collect: the kept result at once (handed out, then forgotten); otherwise waits up to `waitMs`
+   * for the session's oldest detached call still queued or running, and answers `running` if it is
+   * not done by then; `idle` when there is none.
+   */
+  collect(owner: object, id: RequestId, name: string, waitMs: number): Promise<CollectValue> {
+    const entry = this.entries.get(name);
+    if (!entry) return Promise.reject(new AwreplError("session_not_found", `No session named ${JSON.stringify(name)} is running`));
+    const now = this.peek(entry, owner, true);
+    if (now.state !== "running" || waitMs <= 0) return Promise.resolve(now);
+    return new Promise((resolve) => {
+      const collector: Collector = { owner, id, resolve, timer: setTimeout(() => this.settle(entry, collector, this.peek(entry, owner)), waitMs) };
+      entry.collectors.push(collector);
+    });
+  }
+
+  /**
+   * A detached call's result, before it is sent: the collects waiting get it, and it is kept when its
+   * client is gone or asked to keep it (and no collect took it). Returns whether to send it to the client.
+   */
+  finishDetached(name: string, call: Call, result: ExecResult): boolean {
+    const detached = this.detached.get(call);
+    const entry = this.entries.get(name);
+    if (!detached || !entry) return true;
+    const keep = detached.ownerGone || detached.keep;
+    const waiting = entry.collectors.splice(0);
+    for (const c of waiting) this.settle(entry, c, { state: "done", result, mine: c.owner === call.owner });
+    if (keep && waiting.length === 0) {
+      entry.kept = { result, owner: call.owner };
+      this.log(`session ${name}: kept the result of detached call ${String(call.id)} (${result.status}) for collect`);
+    }
+    return !detached.ownerGone;
   }
 
   /**
@@ -137,6 +238,8 @@ export class SessionTable {
     this.entries.delete(name);
     const closedError = new AwreplError("session_not_found", `Session ${JSON.stringify(name)} was closed`);
     for (const call of entry.queue.splice(0)) call.fail(closedError);
+    entry.kept = null;
+    this.wake(entry);
     this.log(`session ${name}: closing`);
     this.onChange();
     await entry.session?.close();
@@ -172,7 +275,7 @@ export class SessionTable {
 
   private create(name: string, spec: SessionSpec): Entry {
     const now = Date.now();
-    const entry: Entry = { name, spec, session: null, createdAt: now, lastUsedAt: now, running: null, queue: [], closed: false };
+    const entry: Entry = { name, spec, session: null, createdAt: now, lastUsedAt: now, running: null, queue: [], closed: false, kept: null, collectors: [] };
     this.entries.set(name, entry);
     this.onChange();
     this.log(`session ${name}: starting (${spec.python ?? "default python"} in ${spec.cwd ?? "?"})`);
@@ -192,6 +295,7 @@ export class SessionTable {
         if (this.entries.get(name) === entry) this.entries.delete(name);
         entry.closed = true;
         for (const call of entry.queue.splice(0)) call.fail(error);
+        this.wake(entry);
         this.onChange();
       },
     );
@@ -207,6 +311,8 @@ export class SessionTable {
     if (!call) return;
     entry.running = call;
     const current = call;
+    const detached = this.detached.get(current);
+    if (detached) detached.startedAt = Date.now();
     current
       .run(session, current.abort.signal)
       .catch((err: unknown) => current.fail(asAwreplError(err)))
@@ -214,7 +320,40 @@ export class SessionTable {
         entry.running = null;
         entry.lastUsedAt = Date.now();
         this.pump(entry);
+        this.wake(entry);
       });
+  }
+
+  /** The session's oldest detached call still queued or running. */
+  private pendingDetached(entry: Entry): Call | undefined {
+    if (entry.closed) return undefined;
+    return [entry.running, ...entry.queue].find((c): c is Call => c !== null && this.detached.has(c));
+  }
+
+  /** What a collect of `owner` would answer now; `take` hands the kept result out (and forgets it). */
+  private peek(entry: Entry, owner: object, take = false): CollectValue {
+    if (take && entry.kept) {
+      const { result, owner: sender } = entry.kept;
+      entry.kept = null;
+      return { state: "done", result, mine: sender === owner };
+    }
+    const pending = this.pendingDetached(entry);
+    if (!pending) return { state: "idle" };
+    const startedAt = this.detached.get(pending)?.startedAt ?? null;
+    return { state: "running", elapsed_ms: startedAt === null ? null : Date.now() - startedAt, mine: pending.owner === owner };
+  }
+
+  /** Answers a waiting collect (null: its client is gone, nothing to answer) and forgets it. */
+  private settle(entry: Entry, collector: Collector, value: CollectValue | null): void {
+    clearTimeout(collector.timer);
+    entry.collectors = entry.collectors.filter((c) => c !== collector);
+    if (value) collector.resolve(value);
+  }
+
+  /** After a call left the session: collects with no detached call left to wait for answer `idle`. */
+  private wake(entry: Entry): void {
+    if (entry.collectors.length === 0 || this.pendingDetached(entry)) return;
+    for (const c of [...entry.collectors]) this.settle(entry, c, { state: "idle" });
   }
 }
 
