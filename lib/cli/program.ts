@@ -213,6 +213,8 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
   registerTrustCommand(program, ctx);
   const { registerServeCommand } = await import("./serve/command.ts");
   registerServeCommand(program, ctx, setExit);
+  const { registerMcpCommands } = await import("./mcp_command.ts");
+  registerMcpCommands(program, ctx, setExit, pythonFlag, VERSION);
 
   // A bad --session or --python is reported before any command runs, whether or not that command uses it.
   program.hook("preAction", () => {

@@ -43,6 +43,9 @@ describe("renderText", () => {
       ].join("\n"),
     );
     expect(renderText(result({ status: "error", exception, traceback: TB }), { traceback: true }).stderr).toBe(`${TB}\n`);
+    // A caller without the flag (MCP) names where the frames are instead.
+    const hinted = renderText(result({ status: "error", exception, traceback: TB }), { omittedFramesHint: "see `traceback`" }).stderr;
+    expect(hinted).toContain("  [2 more frames: see `traceback`]\n");
   });
 
   test("a one-frame traceback keeps the frame and adds no note", () => {

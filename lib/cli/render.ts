@@ -20,6 +20,8 @@ export type RenderOptions = {
   color?: boolean;
   /** The cell's stdout/stderr were already streamed live (see LiveEcho): print only what is left. */
   echoed?: { stdout: string; stderr: string };
+  /** What the short traceback says shows the frames it leaves out (default: the CLI's flag; MCP names the result's field). */
+  omittedFramesHint?: string;
 };
 
 export type Rendered = { stdout: string; stderr: string };
@@ -55,7 +57,7 @@ export function renderText(result: ExecResult, options: RenderOptions = {}): Ren
   const notice = lost && result.notice ? result.notice.replace(lost, "").trim() : result.notice;
   if (notice) err = line(err, `awrepl: ${notice}`, shownErr);
   if (result.status !== "ok") {
-    const text = formatFailure(result, options.traceback ?? false);
+    const text = formatFailure(result, options.traceback ?? false, options.omittedFramesHint);
     if (text) err = line(err, options.color ? colorLastLine(text) : text, shownErr);
   }
   return { stdout: out, stderr: err };
@@ -100,11 +102,11 @@ function renderDisplay(item: Record<string, string>): string {
 }
 
 /** The error text for a failed cell: short or full traceback, ending in `ExceptionType: message`. */
-export function formatFailure(result: ExecResult, full: boolean): string {
+export function formatFailure(result: ExecResult, full: boolean, omittedFramesHint?: string): string {
   const exception = result.exception ?? statusWord(result);
   const tb = result.traceback.replace(/\n+$/, "");
   if (!tb) return exception;
-  let text = full ? tb : shortTraceback(tb);
+  let text = full ? tb : shortTraceback(tb, omittedFramesHint);
   if (result.exception && !endsWithException(text, result.exception)) text = `${text}\n${result.exception}`;
   return text;
 }
@@ -144,7 +146,7 @@ const FRAME = /^ {2}File "([^"]*)", line \d+/;
  * Chained exceptions keep only the last one (the one that ended the cell). Text that does not look
  * like a traceback is returned whole.
  */
-export function shortTraceback(traceback: string): string {
+export function shortTraceback(traceback: string, omittedFramesHint = "--traceback shows them"): string {
   const tb = traceback.replace(/\n+$/, "");
   const all = tb.split("\n");
   const start = all.findLastIndex((l) => l.startsWith("Traceback (most recent call last):"));
@@ -166,7 +168,7 @@ export function shortTraceback(traceback: string): string {
   const innermost = frames[frames.length - 1] as Frame;
   if (innermost !== cellFrame) kept.push(innermost);
   const omitted = frames.length - kept.length;
-  const note = omitted > 0 ? [`  [${omitted} more frame${omitted === 1 ? "" : "s"}: --traceback shows them]`] : [];
+  const note = omitted > 0 ? [`  [${omitted} more frame${omitted === 1 ? "" : "s"}: ${omittedFramesHint}]`] : [];
   const body = kept.length === 2 ? [...(kept[0] as Frame).lines, ...note, ...innermost.lines] : [...note, ...cellFrame.lines];
   return [...body, exception].join("\n");
 }

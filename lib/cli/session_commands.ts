@@ -240,7 +240,8 @@ function restoreText(r: RestoreReport): string {
   return lines.join("\n");
 }
 
-function sessionsTable(rows: SessionInfo[]): string {
+/** The `sessions` table (also the MCP `sessions` tool's text). */
+export function sessionsTable(rows: SessionInfo[]): string {
   if (rows.length === 0) return "No sessions";
   const header = ["NAME", "PID", "STATE", "CELLS", "AGE", "IDLE", "RSS", "PYTHON", "CWD"];
   const lines = rows.map((r) => [

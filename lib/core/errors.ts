@@ -24,6 +24,7 @@ const EXIT_FOR_CODE = {
   version_mismatch: ExitCode.internal,
   session_not_found: ExitCode.usage,
   session_exists: ExitCode.usage,
+  session_busy: ExitCode.usage, // (MCP) the cell this server reported as running has not been collected or interrupted yet
   name_not_found: ExitCode.cellRaised, // inspect of an unknown name
   snapshot_failed: ExitCode.internal,
   restore_failed: ExitCode.internal,
