@@ -6,15 +6,19 @@
 // works the same in this process and in a new one after the host restarted the server; this process's
 // own copy of the cell only adds its output so far and the progress messages.
 //
+// Cancelling a `run` or `wait` (notifications/cancelled) cancels the cell; the host closing the
+// connection (EOF: it ends or restarts this server) does not.
+//
 // A `run` on a session whose earlier cell was reported `running` and not collected is refused
 // (session_busy): queued behind it, the new cell would only report `running` in its turn while it has
 // not even started, and the agent would not know its first cell's outcome. Calls still waiting (hosts
 // send parallel tool calls) are not refused: the supervisor queues them in arrival order.
 import type { Collected, RemoteSession } from "../client/attach.ts";
 import { AwreplError } from "../core/errors.ts";
+import type { ExecResult } from "../protocol/result.ts";
 import { Cell, ElsewhereCell, type ProgressSource, waitWithProgress } from "./cells.ts";
 import { type ContentOptions, emptyResult, execContent, idleContent, runningContent, type ToolResult, withNotice } from "./content.ts";
-import { progressNotifier, type ToolContext } from "./context.ts";
+import { disconnected, progressNotifier, type ToolContext } from "./context.ts";
 import type { RunArgs, SessionArgs, WaitArgs } from "./schemas.ts";
 
 /** After `interrupt`, how long to wait for the interrupted cell's result to include it. */
@@ -69,7 +73,9 @@ export class CellTools {
     const outcome = await waitWithProgress(cell.finished, {
       waitMs: a.wait_ms ?? this.o.waitMs,
       signal: ctx.mcpReq.signal,
-      onCancel: () => cell.cancel(),
+      onCancel: () => {
+        if (!disconnected(ctx.mcpReq.signal)) cell.cancel();
+      },
       source: cell,
       notify: progressNotifier(ctx),
       heartbeatMs: this.o.heartbeatMs,
@@ -94,15 +100,17 @@ export class CellTools {
     const name = this.o.sessionName(a.session);
     const waitMs = a.wait_ms ?? this.o.waitMs;
     const remote = await this.o.remote(name);
-    const cell = this.cells.get(name)?.find((c) => c.reported);
+    let cell = this.cells.get(name)?.find((c) => c.reported);
     let source: ProgressSource | undefined = cell;
     let running = true; // the cell waited for has started (the session interrupt of a cancelled wait may hit it)
     if (!cell) {
-      // Nothing of ours in memory: this server may have been restarted while its cell ran on (or
-      // finished, its result kept), or another client's detached cell runs.
+      // No cell of ours reported running: this server may have been restarted while its cell ran on
+      // (or finished, its result kept), another client's detached cell may run, or a `run` call of
+      // ours is still waiting for its own (a host's parallel calls).
       const now = await collectOrIdle(remote, 0);
       if (now.state !== "running") return this.collected(name, now, undefined);
-      source = new ElsewhereCell(now.elapsedMs ?? 0);
+      cell = now.mine ? this.cells.get(name)?.find((c) => !c.settled) : undefined;
+      source = cell ?? new ElsewhereCell(now.elapsedMs ?? 0);
       running = now.elapsedMs !== null;
     }
     const giveUp = new AbortController();
@@ -110,8 +118,10 @@ export class CellTools {
       waitMs: null,
       signal: ctx.mcpReq.signal,
       onCancel: () => {
-        // Cancelling a wait stops the work too: the agent (or its user) no longer wants it.
+        // Cancelling a wait stops the work too: the agent (or its user) no longer wants it. A host
+        // that closed the connection did not cancel anything: the cell runs on for the next server.
         giveUp.abort();
+        if (disconnected(ctx.mcpReq.signal)) return;
         if (cell) cell.cancel();
         else if (running) void this.o.interruptSession(name).catch(() => {});
       },
@@ -152,7 +162,8 @@ export class CellTools {
   /** What `wait` says about what collect found. `cell`: this server's reported cell, if any. */
   private collected(name: string, c: Collected, cell: Cell | undefined): ToolResult {
     if (c.state === "done") {
-      if (cell && (c.mine || cell.settled)) {
+      // Ours: sent on this connection, or (after a reconnect) the very result this process holds.
+      if (cell && (c.mine || (cell.result !== undefined && sameResult(cell.result, c.result)))) {
         this.forget(cell);
         return execContent(c.result, this.o);
       }
@@ -196,6 +207,10 @@ async function collectOrIdle(remote: RemoteSession, waitMs: number, signal?: Abo
     if (err instanceof AwreplError && err.code === "session_not_found") return { state: "idle" };
     throw err;
   }
+}
+
+function sameResult(a: ExecResult, b: ExecResult): boolean {
+  return a.duration_ms === b.duration_ms && a.status === b.status && a.stdout === b.stdout && a.value === b.value;
 }
 
 function stillRunning(name: string, elapsedMs: number): string {

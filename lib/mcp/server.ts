@@ -15,7 +15,7 @@ import { createReadStream } from "node:fs";
 import type { Readable, Writable } from "node:stream";
 import { McpServer } from "@modelcontextprotocol/server";
 import { serveStdio, StdioServerTransport } from "@modelcontextprotocol/server/stdio";
-import { INSTRUCTIONS, Tools, type ToolsOptions } from "./tools.ts";
+import { instructions, Tools, type ToolsOptions } from "./tools.ts";
 
 /** How often the server checks that its parent is still there (a host that died without closing our stdin). */
 const PARENT_CHECK_MS = 2_000;
@@ -42,7 +42,7 @@ export function runMcpServer(options: McpServerOptions): Promise<number> {
   const transport = new StdioServerTransport(stdin, stdout);
   const handle = serveStdio(
     () => {
-      const server = new McpServer({ name: "awrepl", version: options.version }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+      const server = new McpServer({ name: "awrepl", version: options.version }, { capabilities: { tools: {} }, instructions: instructions(options) });
       tools.register(server);
       return server;
     },

@@ -24,11 +24,15 @@ export type ToolsOptions = {
   format: Format;
 };
 
-export const INSTRUCTIONS = `awrepl runs Python in persistent sessions: variables, imports and open files survive between calls.
+/** What the server tells the host about itself (`instructions` of the initialize reply). */
+export function instructions(o: Pick<ToolsOptions, "timeoutMs" | "waitMs">): string {
+  const s = (ms: number) => `${ms / 1000} s`;
+  return `awrepl runs Python in persistent sessions: variables, imports and open files survive between calls.
 Use \`run\` for code; the trailing expression's repr comes back as \`value\`. A cell still running after wait_ms
-returns status "running" and keeps going: call \`wait\` to collect it or \`interrupt\` to stop it. Nothing is lost
-if this server restarts meanwhile. Cells time out after timeout_ms (default 30 s): pass a larger value, or 0, for
-long work. Sessions are shared with people and other tools (\`awrepl -s NAME serve\` attaches a terminal).`;
+(default ${s(o.waitMs)}) returns status "running" and keeps going: call \`wait\` to collect it or \`interrupt\` to stop it.
+Nothing is lost if this server restarts meanwhile. Cells time out after timeout_ms (default ${o.timeoutMs ? s(o.timeoutMs) : "none"}):
+pass a larger value, or 0, for long work. Sessions are shared with people and other tools (\`awrepl -s NAME serve\`).`;
+}
 
 type Annotations = { readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean; openWorldHint: boolean };
 const annotations = (readOnlyHint: boolean, destructiveHint: boolean, idempotentHint: boolean, openWorldHint: boolean): Annotations => ({

@@ -112,6 +112,7 @@ const sections: Record<string, Section> = {
   persistence: await guarded("persistence.ts", () => benchPersistence({ smoke })),
   runtime: externalSection("runtime.ts"),
   shell: externalSection("shell_call.ts"),
+  mcp: externalSection("mcp.ts"),
 };
 log("baseline again");
 const after = measureBaseline(baselineRuns);

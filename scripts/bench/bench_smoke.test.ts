@@ -63,6 +63,8 @@ describe("all.ts --smoke", () => {
       // The awrepl side measured something real: the library round trip has a number, not "–".
       expect(out).toMatch(/\| awrepl\.library_round_trip +\| us +\| \d+ +\| \d/);
       expect(out).toMatch(/\| awrepl\.worker_idle_rss_mib +\| MiB +\| \d+ +\| \d/);
+      expect(out).toMatch(/\| awrepl\.mcp_tools_call +\| ms +\| \d+ +\| \d/);
+      expect(out).toMatch(/\| awrepl\.mcp_ping +\| ms +\| \d+ +\| \d/);
       // Jupyter either ran or was skipped with its reason printed.
       expect(out.includes("| jupyter.execute_round_trip") || /skipped jupyter: \S/.test(out)).toBe(true);
       expect(processesWithHome(tmp, { under: true })).toEqual([]);

@@ -117,7 +117,7 @@ function cellThroughput(bytes: number, toPipe: boolean, runs: number): number[] 
 }
 
 /** Start-up of an empty program compiled the way dist/awrepl is: the floor for any Bun-compiled client. */
-function emptyBunBinary(runs: number): number[] {
+export function emptyBunBinary(runs: number): number[] {
   const { home, remove } = tempHome("awrepl-floor-");
   try {
     const src = join(home, "empty.ts");

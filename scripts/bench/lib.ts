@@ -143,6 +143,23 @@ export function processesWithHome(home: string, options: { under?: boolean } = {
 }
 
 /** True for a Python worker process (its executable is a python interpreter). */
+/**
+ * After a bench script stopped its supervisor: kills whatever process of `home` is still alive (saying
+ * so: a benchmark must leave nothing behind) and removes the directory.
+ */
+export function sweepHome(home: string, remove: () => void): void {
+  const left = processesWithHome(home);
+  for (const p of left) {
+    try {
+      process.kill(p.pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+  remove();
+  if (left.length) log(`warning: killed ${left.length} process(es) left behind`);
+}
+
 export function isPython(info: ProcInfo): boolean {
   return /python[\d.]*$/.test(info.exe);
 }

@@ -7,7 +7,7 @@
 //   bun scripts/bench/shell_call.ts [--smoke] [--json]
 // --json prints the figures as one JSON line at the end (scripts/bench/all.ts reads it).
 import { spawn } from "node:child_process";
-import { AWREPL_BIN, type Figures, figure, log, PYTHON, processesWithHome, summarize, tempHome, timeSpawn } from "./lib.ts";
+import { AWREPL_BIN, type Figures, figure, log, PYTHON, summarize, sweepHome, tempHome, timeSpawn } from "./lib.ts";
 
 const args = process.argv.slice(2);
 const smoke = args.includes("--smoke");
@@ -89,16 +89,7 @@ try {
   figures.parallel_clients_calls_per_s = figure("calls/s", rates, `${PARALLEL_CLIENTS} client processes, ${PARALLEL_SESSIONS} sessions, ${PARALLEL_CALLS_PER_CLIENT} calls each`);
 } finally {
   awrepl(["daemon", "stop"]);
-  const left = processesWithHome(home);
-  for (const p of left) {
-    try {
-      process.kill(p.pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  }
-  remove();
-  if (left.length) log(`warning: killed ${left.length} process(es) left behind`);
+  sweepHome(home, remove);
 }
 
 const base = summarize(figures.shell_baseline_python_c_pass?.samples ?? []).p50;

@@ -132,6 +132,18 @@ export const SUMMARY_ROWS: Row[] = [
   { label: "idle worker RSS", unit: "MiB", stat: "p50", awrepl: ["worker_idle_rss_mib"], jupyter: "kernel_idle_rss_mib", target: "≤ 15 MiB", met: (v) => v <= 15 },
   { label: "idle supervisor RSS (one session)", unit: "MiB", stat: "p50", awrepl: ["supervisor_idle_rss_mib"], target: "≤ 64 MiB", met: (v) => v <= 64 },
   { label: "supervisor RSS per extra idle session", unit: "MiB", stat: "p50", awrepl: ["supervisor_rss_per_extra_session_mib"], target: "≤ 1 MiB", met: (v) => v <= 1 },
+  {
+    label: 'MCP `tools/call` of `run` "1+1" (÷ the warm CLI call)',
+    unit: "ms",
+    stat: "p50",
+    awrepl: ["mcp_tools_call"],
+    ratio: true,
+    baseline: "mcp_warm_shell_call",
+    floor: "mcp_ping",
+    target: "≤ 1 × the warm CLI call",
+    met: (_v, r) => r <= 1,
+  },
+  { label: "`awrepl mcp` start to its initialize reply", unit: "ms", stat: "p50", awrepl: ["mcp_cold_initialize"], floor: "mcp_floor_version", target: "(no target)" },
   { label: "64 parallel clients over 8 sessions", unit: "calls/s", stat: "p50", awrepl: ["parallel_clients_calls_per_s", "parallel_64_calls_per_s"], target: "(no target)" },
 ];
 

@@ -92,11 +92,13 @@ describe("the awrepl mcp process", () => {
     });
   });
 
-  test("stdin EOF while a cell runs: the server exits at once, the cell runs on, a new server waits for it (running, then done)", async () => {
+  test("stdin EOF while a run call waits for its cell: the server exits at once, the cell runs on, a new server waits for it (running, then done)", async () => {
     const s = await rawServer(home, ["--session", "eof"]);
     await s.init();
-    const r = await s.request("tools/call", { name: "run", arguments: { code: "import time\ntime.sleep(1.5)\n'outlived'", wait_ms: 200, timeout_ms: 0 } });
-    expect(r.result.structuredContent.status).toBe("running");
+    // A host ending (or restarting) this server gracefully: EOF while the call is still in flight.
+    void s.request("tools/call", { name: "run", arguments: { code: "import time\ntime.sleep(1.5)\n'outlived'", timeout_ms: 0 } }).catch(() => {});
+    await waitFor(() => s.lines.length >= 1, EXIT_MS, "the initialize reply");
+    await new Promise((r) => setTimeout(r, 300));
     const t0 = performance.now();
     s.child.stdin!.end();
     expect(await within(s.exited, EXIT_MS, "exit after EOF")).toBe(0);
