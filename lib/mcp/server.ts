@@ -67,7 +67,8 @@ export function runMcpServer(options: McpServerOptions): Promise<number> {
     stdout.once("error", (e) => end(`stdout: ${e.message}`));
     if (real) {
       for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.once(sig, () => end(sig));
-      // A parent that died without closing our stdin (it was shared, say): we were re-parented.
+      // A parent that died without closing our stdin (it was shared, say): we were re-parented. (A
+      // parent already gone when we start leaves nothing to compare with: EOF remains.)
       const parent = process.ppid;
       const watchdog = setInterval(() => {
         if (process.ppid !== parent) end("parent process gone");

@@ -2,13 +2,24 @@
 // client's close end it at once and leave nothing behind; a host that kills (SIGKILL) and restarts the
 // server loses neither the cell nor its result; the default session and --cwd; a missing interpreter.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { closeSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { alive, cleanupHome, makeHome, run as cli, waitFor, withHome } from "../harness/mod.ts";
-import { connectMcp, exec, type McpConnection, rawServer, run, text, tool, withMcp, within } from "./mcp_client.ts";
+import { alive, awreplBinary, cleanupHome, COMMAND_TIMEOUT_MS, makeHome, run as cli, waitFor, withHome } from "../harness/mod.ts";
+import { connectMcp, exec, type McpConnection, mcpEnv, rawServer, run, text, tool, withMcp, within } from "./mcp_client.ts";
 
 /** Every test here ends its servers within this long. */
 const EXIT_MS = 5_000;
+
+/** The process has exited and waits to be reaped (or is gone already). Linux. */
+function zombie(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
+  } catch {
+    return true;
+  }
+}
 
 /** What a host does to a stdio server now and then: SIGKILL, no EOF first. */
 async function killServer(c: McpConnection): Promise<void> {
@@ -48,6 +59,28 @@ describe("the awrepl mcp process", () => {
     await s.init();
     s.child.kill("SIGTERM");
     expect(await within(s.exited, EXIT_MS, "exit after SIGTERM")).toBe(0);
+  });
+
+  test("a server whose parent died exits even while its stdin stays open", async () => {
+    // A shell starts the server in the background, its stdin a FIFO this test holds open, and waits.
+    // Once the server answers, the shell is killed: the server is re-parented and must notice by itself.
+    const fifo = join(home, "orphan.fifo");
+    expect(spawnSync("mkfifo", [fifo]).status).toBe(0);
+    const holder = openSync(fifo, "r+"); // a writer that never closes (r+: the open does not block)
+    try {
+      const shell = spawn("/bin/sh", ["-c", `"$0" mcp --session orphan < "$1" & echo "pid $!"; wait`, await awreplBinary(), fifo], { env: mcpEnv(home), stdio: ["ignore", "pipe", "ignore"] });
+      let out = "";
+      shell.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
+      const initialize = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "0" } } };
+      writeSync(holder, `${JSON.stringify(initialize)}\n`);
+      await waitFor(() => out.includes('"serverInfo"'), COMMAND_TIMEOUT_MS, "the initialize reply");
+      const pid = Number(/^pid (\d+)$/m.exec(out)?.[1]);
+      shell.kill("SIGKILL");
+      // Exited (a zombie counts: whoever adopted it may not reap it at once).
+      await waitFor(() => !alive(pid) || zombie(pid), 10_000, "the orphaned server to exit");
+    } finally {
+      closeSync(holder);
+    }
   });
 
   test("the client's close ends the server: no process is left behind", async () => {
