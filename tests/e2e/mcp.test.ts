@@ -3,7 +3,7 @@
 // cancellation and images. The process itself (stdout, EOF, signals, restarts): mcp_process.test.ts.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { cleanupHome, makeHome, run as cli } from "../harness/mod.ts";
-import { connectMcp, type Exec, exec, type McpConnection, run, text, tool } from "./mcp_client.ts";
+import { connectMcp, type Exec, exec, type McpConnection, run, text, tool, withMcp } from "./mcp_client.ts";
 
 describe("awrepl mcp's tools, over the SDK's stdio client", () => {
   let home: string;
@@ -179,6 +179,20 @@ describe("awrepl mcp's tools, over the SDK's stdio client", () => {
     expect(sc.interrupted).toBe(true);
     expect(sc.result).toMatchObject({ status: "interrupted", stdout: "begun\n" });
     expect(exec(await run(c.client, "'free'")).value).toBe("'free'");
+  });
+
+  test("a client of the 2026-07-28 revision (no initialize handshake) is served too, progress included", async () => {
+    await withMcp(
+      home,
+      ["--session", "e2e"],
+      async (modern) => {
+        const seen: string[] = [];
+        const r = await modern.client.callTool({ name: "run", arguments: { code: "import time\nprint('m', flush=True)\ntime.sleep(0.8)\n6 * 7" } }, { onprogress: (p) => seen.push(p.message ?? "") });
+        expect(exec(r).value).toBe("42");
+        expect(seen.some((m) => m.endsWith(": m"))).toBe(true);
+      },
+      { client: { versionNegotiation: { mode: { pin: "2026-07-28" } } } },
+    );
   });
 
   test("variables, inspect, sessions, reset, close", async () => {

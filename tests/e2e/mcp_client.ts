@@ -39,18 +39,20 @@ export type McpConnection = {
 };
 
 /** Starts `awrepl mcp ARGS` and connects the SDK's Client (tools listed: results are validated against their output schemas). */
-export async function connectMcp(home: string, args: string[] = [], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<McpConnection> {
+export type ConnectOptions = { cwd?: string; env?: Record<string, string>; client?: ConstructorParameters<typeof Client>[1] };
+
+export async function connectMcp(home: string, args: string[] = [], options: ConnectOptions = {}): Promise<McpConnection> {
   const transport = new StdioClientTransport({ command: await awreplBinary(), args: ["mcp", ...args], env: mcpEnv(home, options.env), cwd: options.cwd ?? home, stderr: "pipe" });
   let stderr = "";
   transport.stderr?.on("data", (d) => (stderr += d));
-  const client = new Client({ name: "awrepl-e2e", version: "0" });
+  const client = new Client({ name: "awrepl-e2e", version: "0" }, options.client);
   await client.connect(transport, { timeout: COMMAND_TIMEOUT_MS });
   await client.listTools();
   return { client, transport, pid: transport.pid as number, stderr: () => stderr, close: () => client.close() };
 }
 
 /** `fn` with a connected server, closed afterwards whatever happens. */
-export async function withMcp<T>(home: string, args: string[], fn: (c: McpConnection) => Promise<T>, options: { cwd?: string; env?: Record<string, string> } = {}): Promise<T> {
+export async function withMcp<T>(home: string, args: string[], fn: (c: McpConnection) => Promise<T>, options: ConnectOptions = {}): Promise<T> {
   const c = await connectMcp(home, args, options);
   try {
     return await fn(c);
