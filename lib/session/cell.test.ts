@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { CellRecorder, lostStateNotice } from "./cell.ts";
-import { DisplayWriter } from "./display.ts";
+import { DisplayFiles } from "./display.ts";
+import { CellDisplays } from "./display_entries.ts";
 import { OutputCollector } from "./output.ts";
 import type { ErrorEvent } from "../protocol/runtime.ts";
 
@@ -9,7 +10,8 @@ const calm = { timedOut: false, userInterrupted: false, killed: false };
 const interruptError: ErrorEvent = { event: "error", id: "1", ename: "KeyboardInterrupt", evalue: "", traceback: ["Traceback\n", "KeyboardInterrupt\n"] };
 
 function recorder(limit = 100): CellRecorder {
-  return new CellRecorder(new OutputCollector(limit), new DisplayWriter("/nonexistent-awrepl-display", "t"), {});
+  const files = new DisplayFiles("/nonexistent-awrepl-display", "t", { maxFiles: 0, maxBytes: 0 });
+  return new CellRecorder(new OutputCollector(limit), new CellDisplays(files, 0, limit), {});
 }
 
 describe("CellRecorder", () => {
