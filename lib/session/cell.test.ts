@@ -38,6 +38,17 @@ describe("CellRecorder", () => {
     expect(status(calm).status).toBe("error");
   });
 
+  test("display entries: kept ones in the result, the runtime's dropped ones added to the count", () => {
+    const r = recorder(1000);
+    r.display({ "text/plain": "a" });
+    r.display({ "text/html": "<b>v</b>" }, { event: "display", id: "1", data: {}, source: "value" });
+    const res = r.finish({ event: "done", id: "1", status: "ok", display_dropped: 5 }, calm, limits, "s", null);
+    expect(res.display).toEqual([{ "text/plain": "a" }, { "text/html": "<b>v</b>", source: "value" }]);
+    expect(res.display_dropped).toBe(5);
+    expect(res.truncated).toBe(true);
+    expect(recorder().finish({ event: "done", id: "1", status: "ok" }, calm, limits, "s", null).display_dropped).toBeUndefined();
+  });
+
   test("a failed done without an error event is still an error with a reason", () => {
     const res = recorder().finish({ event: "done", id: "1", status: "error", reason: "bad request" }, calm, limits, "s", null);
     expect(res.status).toBe("error");
