@@ -196,12 +196,14 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
     .option("--json", "print exactly one JSON object: the ExecResult")
     .option("--traceback", "show every traceback frame (default: the failing cell line and the error)")
     .addOption(new Option("--timeout <ms>", "per-cell timeout in ms, 0 = none (default 30000)").argParser((v) => countOption("--timeout", "timeoutMs", v)))
-    .addOption(new Option("--max-output <bytes>", "bytes kept per cell of stdout+stderr, and of the value, the exception and the traceback each (default 65536)").argParser((v) => countOption("--max-output", "maxOutputBytes", v)))
+    .addOption(new Option("--max-output <bytes>", "bytes kept per cell of stdout+stderr, of the display entries' text, and of the value, the exception and the traceback each (default 65536)").argParser((v) => countOption("--max-output", "maxOutputBytes", v)))
     .option("--autosave", "with --session: snapshot after every cell that changes the namespace, so a timeout kill loses only that cell")
+    .option("--display-dir <dir>", "write the cell's display files (plots, images) to DIR, created if missing (default: the state directory)")
     .addHelpText("after", RUN_EXAMPLES)
-    .action(async (code: string | undefined, opts: { file?: string; json?: boolean; traceback?: boolean; timeout?: number; maxOutput?: number; autosave?: boolean }) => {
+    .action(async (code: string | undefined, opts: { file?: string; json?: boolean; traceback?: boolean; timeout?: number; maxOutput?: number; autosave?: boolean; displayDir?: string }) => {
       const args: RunArgs = { code, file: opts.file, json: opts.json, traceback: opts.traceback, timeoutMs: opts.timeout, maxOutputBytes: opts.maxOutput };
       if (opts.autosave) args.autosave = true;
+      if (opts.displayDir !== undefined) args.displayDir = opts.displayDir;
       const python = pythonFlag();
       if (python !== undefined) args.python = python;
       setExit(await runCommand(args, ctx));

@@ -28,6 +28,39 @@ describe("renderText", () => {
     expect(r.stderr).toBe("warn\n");
   });
 
+  test("display entries: markdown first, a bare default repr gives way, files as [mime] PATH", () => {
+    const png = { "image/png": "/s/f.png", metadata: { "image/png": { bytes: 10 } } };
+    const r = renderText(
+      result({
+        display: [
+          { "text/plain": "<IPython.core.display.Markdown object>", "text/markdown": "# hi" },
+          { "text/plain": "<IPython.core.display.HTML object>", "text/html": "<b>x</b>" },
+          { "text/plain": "   a\n0  1", "text/html": "<table/>" },
+          { "text/plain": "<Figure size 640x480 with 1 Axes>", ...png },
+          { "image/svg+xml": "/s/f.svg", metadata: { "image/svg+xml": { bytes: 3 } } },
+        ],
+      }),
+    );
+    expect(r.stdout).toBe("# hi\n<b>x</b>\n   a\n0  1\n<Figure size 640x480 with 1 Axes>\n[image/png] /s/f.png\n[image/svg+xml] /s/f.svg\n");
+  });
+
+  test("the trailing value's entry adds only its files: a DataFrame's HTML is not printed, its table is the value", () => {
+    const table = "   a  b\n0  1  3";
+    const r = renderText(result({ value: table, display: [{ "text/html": "<table/>", source: "value" }] }));
+    expect(r.stdout).toBe(`${table}\n`);
+    const fig = renderText(result({ value: "<Figure size 640x480 with 0 Axes>", display: [{ "image/png": "/s/f.png", metadata: { "image/png": { bytes: 3 } }, source: "value" }] }));
+    expect(fig.stdout).toBe("[image/png] /s/f.png\n<Figure size 640x480 with 0 Axes>\n");
+    // A value whose repr says nothing is shown by its entry's text form.
+    const md = renderText(result({ value: "<IPython.core.display.Markdown object>", display: [{ "text/markdown": "**b**", source: "value" }] }));
+    expect(md.stdout).toBe("**b**\n");
+  });
+
+  test("display errors and dropped entries are said on stderr", () => {
+    const r = renderText(result({ value: "1", display_dropped: 3, display: [{ "text/plain": "B()", error: "_repr_html_() raised ValueError: boom" }] }));
+    expect(r.stdout).toBe("B()\n1\n");
+    expect(r.stderr).toBe("awrepl: display: _repr_html_() raised ValueError: boom (left out of the entry)\nawrepl: 3 display entries dropped (over the cell's display limits: entries per cell, or --max-output bytes of their text)\n");
+  });
+
   test("the short traceback: the cell's innermost frame, the innermost frame, the error", () => {
     const exception = "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)";
     const r = renderText(result({ status: "error", exception, traceback: TB }));

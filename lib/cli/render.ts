@@ -1,14 +1,15 @@
 // ExecResult -> what the user sees, and the exit status. Shared by `run`, `serve` and the supervisor
 // commands so one cell looks the same whichever way it ran.
 //
-// Text mode: the cell's stdout on stdout and stderr on stderr, display data (text inline, binary as a
-// file path), the trailing value on stdout, then on stderr any notice and, on failure, the error.
+// Text mode: the cell's stdout on stdout and stderr on stderr, display entries (one text form each,
+// markdown first; files as `[image/png] PATH`), the trailing value on stdout, then on stderr any
+// display errors, notice and, on failure, the error.
 // An exception is shown short by default — the innermost frame of the cell's own code with its source
 // line, then `ExceptionType: message` — because that is what a reader (or an agent's context window)
 // needs to act; `--traceback` shows every frame. JSON mode: exactly one object, the ExecResult.
-import { isTextMime } from "../session/display.ts";
+import { fileMimes, isTextMime, representations, storedAsFile } from "../session/mime.ts";
 import { utf8Length, utf8Prefix } from "../session/output.ts";
-import type { ExecResult } from "../protocol/result.ts";
+import type { DisplayItem, ExecResult } from "../protocol/result.ts";
 import type { RawText } from "../wire/output_frames.ts";
 import { writeStream } from "./stdio.ts";
 
@@ -47,8 +48,19 @@ export function renderText(result: ExecResult, options: RenderOptions = {}): Ren
   if (lost && err.endsWith(`[awrepl] ${lost}\n`)) err = err.slice(0, err.length - lost.length - 10);
   const shownOut = options.echoed?.stdout ?? "";
   const shownErr = options.echoed?.stderr ?? "";
-  for (const item of result.display) out = line(out, renderDisplay(item), shownOut);
-  if (result.value !== null) out = line(out, result.value, shownOut);
+  let value = result.value;
+  for (const item of result.display) {
+    const shown = renderDisplay(item);
+    if (shown.text) out = line(out, shown.text, shownOut);
+    // A value whose repr says nothing (`<...Markdown object>`) is shown by its entry's text form.
+    if (item.source === "value" && value !== null && shown.valueText && DEFAULT_REPR.test(value)) value = shown.valueText;
+    if (item.error) err = line(err, `awrepl: display: ${item.error} (left out of the entry)`, shownErr);
+  }
+  if (value !== null) out = line(out, value, shownOut);
+  const dropped = result.display_dropped ?? 0;
+  if (dropped > 0) {
+    err = line(err, `awrepl: ${dropped} display entr${dropped === 1 ? "y" : "ies"} dropped (over the cell's display limits: entries per cell, or --max-output bytes of their text)`, shownErr);
+  }
   if (result.restored) {
     const r = result.restored;
     const failed = r.failed.length ? `; could not restore ${r.failed.map((f) => f.name).join(", ")}` : "";
@@ -91,14 +103,28 @@ function line(acc: string, text: string, shown = ""): string {
   return `${acc}${sep}${text}${text.endsWith("\n") ? "" : "\n"}`;
 }
 
-function renderDisplay(item: Record<string, string>): string {
+/** A repr that names only the type (`<pkg.Markdown object>`, `<Foo object at 0x7f…>`): it tells a reader nothing. */
+const DEFAULT_REPR = /^<[\w.]+ object(?: at 0x[0-9a-fA-F]+)?>$/;
+
+/**
+ * One entry in text mode: its files as `[mime] PATH` lines and one text form — markdown, else
+ * text/plain (unless it is a bare default repr and another text form exists), else the first other
+ * text. The trailing value's entry prints only its files: its text is the value (`valueText` is the
+ * text form that stands in for a value whose repr says nothing).
+ */
+function renderDisplay(item: DisplayItem): { text: string; valueText: string | null } {
+  const reps = representations(item);
+  const files = new Set(fileMimes(item));
+  const inline = reps.filter(([mime]) => !files.has(mime) && isTextMime(mime) && !storedAsFile(mime));
+  const pick = (mime: string) => inline.find(([m]) => m === mime)?.[1];
+  const plain = pick("text/plain");
+  const other = pick("text/markdown") ?? inline.find(([m]) => m !== "text/plain")?.[1];
+  const text = pick("text/markdown") ?? (plain !== undefined && !(DEFAULT_REPR.test(plain) && other !== undefined) ? plain : other);
   const parts: string[] = [];
-  const mimes = Object.keys(item);
-  // One text form is enough; text/plain is the one a terminal (and an agent) reads best.
-  const textMime = mimes.includes("text/plain") ? "text/plain" : mimes.find(isTextMime);
-  if (textMime) parts.push(item[textMime] ?? "");
-  for (const mime of mimes) if (!isTextMime(mime)) parts.push(`[${mime}] ${item[mime]}`);
-  return parts.join("\n");
+  if (item.source !== "value" && text !== undefined) parts.push(text);
+  // Files (and what was said in place of a file that could not be written), and inline binary data.
+  for (const [mime, data] of reps) if (files.has(mime) || !isTextMime(mime) || storedAsFile(mime)) parts.push(`[${mime}] ${data}`);
+  return { text: parts.join("\n"), valueText: other ?? null };
 }
 
 /** The error text for a failed cell: short or full traceback, ending in `ExceptionType: message`. */

@@ -13,6 +13,8 @@ describe("parseFastRun", () => {
     expect(parseFastRun(["--python", "/usr/bin/python3", "run", "x"])).toEqual({ session: undefined, run: { code: "x", python: "/usr/bin/python3" } });
     expect(parseFastRun(["run", "--", "-1"])).toEqual({ session: undefined, run: { code: "-1" } });
     expect(parseFastRun(["-s", "a", "run", "--autosave", "x"])).toEqual({ session: "a", run: { code: "x", autosave: true } });
+    expect(parseFastRun(["run", "--display-dir", "plots", "x"])).toEqual({ session: undefined, run: { code: "x", displayDir: "plots" } });
+    expect(parseFastRun(["run", "--display-dir=-odd", "x"])).toEqual({ session: undefined, run: { code: "x", displayDir: "-odd" } });
   });
 
   test("leaves everything else to commander (which reports errors)", () => {
@@ -35,6 +37,9 @@ describe("parseFastRun", () => {
       ["run", "-1"],
       ["run", "-f"],
       ["run", "-f", "a", "-f", "b"],
+      ["run", "--display-dir"],
+      ["run", "--display-dir", "--json", "x"],
+      ["run", "--display-dir=", "x"],
       ["--", "run", "x"],
       ["run", "--json=yes", "x"],
       ["serve"],

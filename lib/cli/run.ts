@@ -5,7 +5,7 @@
 // the session, the client and the config loader are loaded when the call needs them, and
 // parseFastRun lets main() skip building the commander program for a well-formed `run` command.
 import { resolve } from "node:path";
-import { ExitCode, exitCodeForStatus } from "../core/errors.ts";
+import { ExitCode, exitCodeForStatus, usageError } from "../core/errors.ts";
 import { parseCount } from "../core/limits.ts";
 import { killGroup } from "../core/process.ts";
 import { SESSION_NAME } from "../core/names.ts";
@@ -28,6 +28,8 @@ export type RunArgs = {
   python?: string;
   /** Switch autosave on for the session (docs/persistence.md). */
   autosave?: boolean;
+  /** Move the cell's display files (images) here: created if missing, never cleaned by awrepl. */
+  displayDir?: string;
 };
 
 /** The id an ephemeral `run` gives its worker; the result reports `session: null`. */
@@ -46,6 +48,13 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
   }
   const flags = { python: args.python, timeoutMs: args.timeoutMs, maxOutputBytes: args.maxOutputBytes, autosave: args.autosave };
   const config = ctx.config();
+  // --display-dir: a directory that cannot be made is said before the cell runs, not after.
+  let displayDir: { dir: string; move: (result: ExecResult, dir: string) => string[] } | undefined;
+  if (args.displayDir !== undefined) {
+    const { prepareDisplayDir, moveDisplayFiles } = await import("../session/display_dir.ts");
+    if (args.displayDir.trim() === "") throw usageError("--display-dir needs a directory, not an empty string");
+    displayDir = { dir: prepareDisplayDir(resolve(ctx.cwd, args.displayDir)), move: moveDisplayFiles };
+  }
   const timeoutMs = args.timeoutMs ?? config.timeoutMs;
   const maxOutputBytes = args.maxOutputBytes ?? config.maxOutputBytes;
 
@@ -83,7 +92,8 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
       session = await attach(name, attachOptions(ctx, flags), early);
     } else {
       const [{ ReplSession }, { ownSessionOptions }] = await Promise.all([import("../session/session.ts"), import("./session_options.ts")]);
-      session = ephemeral = await ReplSession.start(EPHEMERAL_ID, ownSessionOptions(ctx, flags));
+      // Its display files outlive it (bounded by the caps): the paths printed below must still open.
+      session = ephemeral = await ReplSession.start(EPHEMERAL_ID, { ...ownSessionOptions(ctx, flags), keepDisplayFiles: true });
     }
     if (ctrlC.signal.aborted) return ExitCode.interrupted;
 
@@ -107,6 +117,10 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
       return ExitCode.interrupted;
     }
     if (name === undefined) result.session = null;
+    if (displayDir) {
+      const failures = displayDir.move(result, displayDir.dir);
+      if (failures.length > 0) result.notice = [result.notice, ...failures].filter(Boolean).join(" ");
+    }
 
     if (args.json) await writeStream("stdout", renderJson(result));
     else {
@@ -201,6 +215,10 @@ export function parseFastRun(argv: readonly string[]): FastRun | null {
       if (!parsed || "problem" in parsed) return null; // commander says why
       if (flag === "--timeout") run.timeoutMs = parsed.value;
       else run.maxOutputBytes = parsed.value;
+    } else if (flag === "--display-dir") {
+      const v = value();
+      if (v === undefined || v === "" || (inline === undefined && v.startsWith("-"))) return null;
+      run.displayDir = v;
     } else if ((flag === "-f" || flag === "--file") && inline === undefined) {
       const v = next();
       if (v === undefined || (v.startsWith("-") && v !== "-")) return null;

@@ -45,5 +45,9 @@ export function ownSessionOptions(settings: Settings, flags: SessionFlags = {}):
     graceMs: config.graceMs,
     cwd: settings.cwd,
     home: settings.layout.home,
+    displayMaxFiles: config.displayMaxFiles,
+    displayMaxBytes: config.displayMaxBytes,
+    displayMaxEntries: config.displayMaxEntries,
+    figureFormat: config.figureFormat,
   };
 }

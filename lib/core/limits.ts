@@ -20,13 +20,35 @@ export const DEFAULTS = {
   /** Snapshot size caps (the whole payload, one name). */
   snapshotMaxBytes: 512 * 1024 * 1024,
   snapshotMaxVariableBytes: 128 * 1024 * 1024,
+  /** Display files kept per session folder (the oldest go first); 0 = no limit. */
+  displayMaxFiles: 1_000,
+  /** Bytes of display files kept per session folder (the oldest go first); 0 = no limit. */
+  displayMaxBytes: 256 * 1024 * 1024,
+  /** Display entries kept per cell (the rest are dropped and counted); 0 = no limit. */
+  displayMaxEntries: 100,
+  /** How matplotlib figures are rendered: "png" or "svg". */
+  figureFormat: "png" as FigureFormat,
 } as const;
+
+export type FigureFormat = "png" | "svg";
+export const FIGURE_FORMATS: readonly FigureFormat[] = ["png", "svg"];
 
 /** The longest delay a timer takes (2^31 - 1 ms); every duration is checked against it. */
 export const MAX_DELAY_MS = 2_147_483_647;
 
 /** The numeric settings, and which of them are durations (a timer must be able to hold them). */
-export const NUMBER_KEYS = ["timeoutMs", "maxOutputBytes", "graceMs", "idleExitMs", "sessionIdleMs", "snapshotMaxBytes", "snapshotMaxVariableBytes"] as const;
+export const NUMBER_KEYS = [
+  "timeoutMs",
+  "maxOutputBytes",
+  "graceMs",
+  "idleExitMs",
+  "sessionIdleMs",
+  "snapshotMaxBytes",
+  "snapshotMaxVariableBytes",
+  "displayMaxFiles",
+  "displayMaxBytes",
+  "displayMaxEntries",
+] as const;
 export type NumberKey = (typeof NUMBER_KEYS)[number];
 const DURATION_KEYS: ReadonlySet<string> = new Set(["timeoutMs", "graceMs", "idleExitMs", "sessionIdleMs"]);
 

@@ -8,8 +8,23 @@ import type { NameFailure } from "./runtime.ts";
 
 export type ExecStatus = "ok" | "error" | "timeout" | "interrupted" | "died";
 
-/** One display event: MIME type -> text data, or a file path for binary payloads. */
-export type DisplayItem = Record<string, string>;
+/** What awrepl says about one representation of a display entry: `bytes`, the size of its file. */
+export type DisplayFileInfo = { bytes: number };
+
+/**
+ * One display entry (README "Rich output"): every key with a "/" is a MIME type whose value is the
+ * data inline (text, markdown, HTML, LaTeX, JSON as JSON text) or, for an image or other binary
+ * payload, the path of the file it was written to. The other keys are awrepl's:
+ * - `metadata`: MIME type -> facts about that representation (`bytes` of each file);
+ * - `source: "value"`: the trailing value's richer forms (its text is the result's `value`);
+ * - `error`: a repr method that raised (its type is left out; the cell still succeeds).
+ */
+export type DisplayItem = {
+  [mime: string]: string | Record<string, DisplayFileInfo> | undefined;
+  metadata?: Record<string, DisplayFileInfo>;
+  source?: "value";
+  error?: string;
+};
 
 export type RestoreReport = {
   /** Where the state came from: the snapshot file restored. */
@@ -31,6 +46,8 @@ export type ExecResult = {
   status: ExecStatus;
   session: string | null;
   display: DisplayItem[];
+  /** Display entries left out of `display` (over the per-cell count or the output limit); absent when none. */
+  display_dropped?: number;
   /** Set when this call ran in a fresh worker because the previous one was lost; says what happened. */
   notice?: string;
   /** Set when this call's worker was restored from a snapshot before it ran. */

@@ -13,6 +13,10 @@ export type ExecuteRequest = {
   code: string;
   /** awrepl addition: the file the code came from (`run -f`): tracebacks name it, `__file__` is set to it for the cell. */
   filename?: string;
+  /** awrepl addition: how matplotlib figures are rendered (default "png"). */
+  figure_format?: "png" | "svg";
+  /** awrepl addition: display entries the cell may ship; past it they are only counted (done's `display_dropped`). 0 = no limit. */
+  max_display_entries?: number;
 };
 export type InterruptRequest = { type: "interrupt"; id?: string };
 export type HostReplyRequest = { type: "host_reply"; id: string; data: Record<string, unknown> };
@@ -61,7 +65,15 @@ export type IdRequest = Exclude<RuntimeRequest, InterruptRequest | HostReplyRequ
 export type ReadyEvent = { event: "ready"; protocol: number; python: string; capabilities: string[]; pid?: number };
 export type OutputEvent = { event: "stdout" | "stderr"; id: string | null; text: string };
 export type ResultEvent = { event: "result"; id: string; text: string };
-export type DisplayEvent = { event: "display"; id: string | null; data: Record<string, unknown> };
+export type DisplayEvent = {
+  event: "display";
+  id: string | null;
+  data: Record<string, unknown>;
+  /** awrepl addition: "value" for the trailing value's richer forms (its text is the `result`). */
+  source?: "value";
+  /** awrepl addition: the repr methods that raised while the entry was built. */
+  error?: string;
+};
 export type HostRequestEvent = { event: "host_request"; id: string; data: Record<string, unknown> };
 export type ErrorEvent = { event: "error"; id: string | null; ename: string; evalue: string; traceback: string[] };
 
@@ -95,6 +107,8 @@ export type DoneEvent = {
   matches?: string[];
   // is_complete (its completeness travels in `status`)
   indent?: string;
+  // execute: display entries past max_display_entries, not shipped
+  display_dropped?: number;
 };
 
 export type RuntimeEvent =

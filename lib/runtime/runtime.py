@@ -18,6 +18,7 @@ Full description: docs/protocol.md.
 Requests (host -> runtime); (+) marks awrepl's additions to protocol v3:
 
     {"type":"execute","id":ID,"code":STR,"filename":STR?(+)}   tracebacks name it; __file__ for the cell
+        (+) "figure_format":"png"|"svg"?, "max_display_entries":INT?   done + display_dropped INT?
     {"type":"interrupt"}  {"type":"interrupt","id":ID}          no done
     {"type":"host_reply","id":ID,"data":OBJ}                     no done
     {"type":"snapshot","id":ID,"path":STR,"manifest_path":STR,
@@ -41,7 +42,7 @@ Events (runtime -> host):
     {"event":"ready","protocol":3,"python":STR,"capabilities":[STR],"pid":INT(+)}
     {"event":"stdout"|"stderr","id":STR|null,"text":STR}
     {"event":"result","id":STR,"text":STR}
-    {"event":"display","id":STR|null,"data":{MIME: payload}}
+    {"event":"display","id":STR|null,"data":{MIME: payload},"source":"value"?(+),"error":STR?(+)}
     {"event":"host_request","id":STR,"data":OBJ}
     {"event":"error","id":STR|null,"ename":STR,"evalue":STR,"traceback":[STR]}
     {"event":"done","id":STR,"status":"ok"|"error", ...per request above, "reason":STR?}
@@ -59,6 +60,7 @@ Sections, in file order (each opens with a ``# ----`` banner):
     Execution        compiling a cell, top-level await, the trailing value, finishing a request
     The loop         the asyncio loop, created lazily; request dispatch
     Namespace        the user namespace and the ``awrepl`` module (emit, host_request)
+    Rich display     display(), the Jupyter repr protocol, matplotlib inline, IPython.display hooks
     Reader thread    reading requests, interrupts, the EOF watchdog
     Introspection    variables, inspect, reset, list_names
     Editing help     complete, is_complete
@@ -1101,27 +1103,13 @@ class _LinecacheHook(object):
         from importlib.machinery import PathFinder
         spec = PathFinder.find_spec(name, path)
         if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
-            spec.loader = _LinecacheLoader(spec.loader)
+            spec.loader = _AfterImportLoader(spec.loader, _linecache_imported)
         return spec
 
 
-class _LinecacheLoader(object):
-    def __init__(self, loader):
-        self._loader = loader
-
-    def __getattr__(self, name):
-        return getattr(self._loader, name)
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module):
-        self._loader.exec_module(module)
-        module.__loader__ = self._loader
-        if module.__spec__ is not None:
-            module.__spec__.loader = self._loader
-        _mods["linecache"] = module
-        _flush_sources(module)
+def _linecache_imported(module):
+    _mods["linecache"] = module
+    _flush_sources(module)
 
 
 def _mentions_asyncio(co):
@@ -1294,6 +1282,8 @@ def _complete(r, value):
     r.in_user = True
     try:
         text = repr(value)
+        if type(value) not in _PLAIN_TYPES:
+            _show_value(value)  # its richer forms (html, png, ...) as a display entry
     finally:
         r.in_user = False
     r.result = _frame({"event": "result", "id": r.id, "text": text})
@@ -1305,6 +1295,7 @@ def _finish(r, extra=None, status=None):
     if r.done:
         return
     if r.type == "execute":
+        _end_cell_display(r)  # figures still open are shown (and closed)
         try:
             r.in_user = True  # the drain is still interrupt-targetable
             try:
@@ -1325,6 +1316,8 @@ def _finish(r, extra=None, status=None):
     msg = {"event": "done", "id": r.id, "status": status or ("error" if r.failed else "ok")}
     if extra:
         msg.update(extra)
+    if r.type == "execute" and _dcell.dropped and _dcell.rid == r.id:
+        msg["display_dropped"] = _dcell.dropped
     _live_cell = None
     r.done = True
     data = _frame(msg) if r.id is not None else b""
@@ -1342,6 +1335,10 @@ def _start_cell(r):
     code = r.msg.get("code")
     if not isinstance(code, str):
         _bad_request(r, "execute needs a string 'code'")
+        return None
+    bad = _display_begin(r)
+    if bad is not None:
+        _bad_request(r, bad)
         return None
     filename = r.msg.get("filename")
     if filename is not None:
@@ -1647,7 +1644,8 @@ def _emit(data):
         raise TypeError("emit() data must be JSON-serializable: %s" % e)
     except ValueError:
         pass  # NaN and infinities ship as null
-    _send({"event": "display", "id": _cell_get(None), "data": data})
+    if _display_room():
+        _send({"event": "display", "id": _cell_get(None), "data": data})
 
 
 _host_waiters = {}
@@ -1696,17 +1694,479 @@ def _is_active():
 
 def _make_awrepl_module():
     import types
-    m = types.ModuleType("awrepl", "awrepl's bridge to the host: emit(), host_request(), is_active().")
-    for public, fn in (("emit", _emit), ("host_request", _host_request), ("is_active", _is_active)):
+    m = types.ModuleType("awrepl", "awrepl's bridge to the host: emit(), display(), host_request(), is_active().")
+    for public, fn in (("emit", _emit), ("display", _display), ("host_request", _host_request),
+                       ("is_active", _is_active)):
         fn.__module__ = "awrepl"
         fn.__name__ = fn.__qualname__ = public
         setattr(m, public, fn)
-    m.__all__ = ["emit", "host_request", "is_active"]
+    m.__all__ = ["emit", "display", "host_request", "is_active"]
+    m.__path__ = []  # a package: matplotlib imports its backend as awrepl.inline (served by _DisplayImportWatch)
     _class_ref.__module__ = "awrepl"  # pickled by reference: snapshots name it awrepl._class_ref
     _class_ref.__qualname__ = "_class_ref"
     m._class_ref = _class_ref
     m.PROTOCOL = PROTOCOL
     return m
+
+
+# ---------------------------------------------------------------------------------------------
+# Rich display: display(), Jupyter's repr protocol, matplotlib inline, IPython.display
+# ---------------------------------------------------------------------------------------------
+# Nothing here imports a library: matplotlib and IPython are hooked when a cell imports them (an
+# import watcher on sys.meta_path), and every repr method is looked up on the object in hand.
+
+# Jupyter's repr methods and the MIME types they produce (text/plain comes from repr()).
+_REPR_METHODS = (
+    ("image/png", "_repr_png_"), ("image/jpeg", "_repr_jpeg_"), ("image/svg+xml", "_repr_svg_"),
+    ("text/html", "_repr_html_"), ("text/markdown", "_repr_markdown_"), ("text/latex", "_repr_latex_"),
+    ("application/json", "_repr_json_"), ("application/pdf", "_repr_pdf_"),
+)
+# A trailing value of one of these types has nothing richer than its repr: not probed at all.
+_PLAIN_TYPES = frozenset([int, float, complex, bool, str, bytes, bytearray, list, tuple, dict, set,
+                          frozenset, range, type(None)])
+_TEXT_LIKE = ("image/svg+xml", "application/json", "application/javascript", "application/xml")
+INLINE_BACKEND = "module://awrepl.inline"  # matplotlib's backend in a session (see _on_matplotlib)
+ERROR_CHARS = 1000  # of one repr method's exception message in an entry's `error`
+
+
+class _DisplayCell(object):
+    """The display state of the running cell: its entry count and limit (execute's
+    max_display_entries, 0 = none), the entries past it, the figure format, the figures shown."""
+
+    __slots__ = ("rid", "count", "limit", "dropped", "fmt", "shown")
+
+    def __init__(self, rid=None, limit=0, fmt="png"):
+        self.rid = rid
+        self.count = 0
+        self.limit = limit
+        self.dropped = 0
+        self.fmt = fmt
+        self.shown = {}  # id(figure) -> figure: shown in this cell, so not shown again by itself
+
+
+_dcell = _DisplayCell()
+
+
+def _display_begin(r):
+    """Reads execute's display fields into a fresh per-cell state; an error text when one is bad."""
+    global _dcell
+    fmt = r.msg.get("figure_format", "png")
+    limit = r.msg.get("max_display_entries", 0)
+    if fmt not in ("png", "svg"):
+        return "execute 'figure_format' must be \"png\" or \"svg\", got %r" % (fmt,)
+    if type(limit) is not int or limit < 0:
+        return "execute 'max_display_entries' must be a whole number, 0 or more, got %r" % (limit,)
+    _dcell = _DisplayCell(r.id, limit, fmt)
+    return None
+
+
+def _display_room():
+    """True when the cell may ship one more entry; past its limit the entry is only counted (and
+    never built: a loop making 1,000 figures renders as many as are kept)."""
+    d = _dcell
+    if d.limit and d.count >= d.limit:
+        d.dropped += 1
+        return False
+    d.count += 1
+    return True
+
+
+def _send_display(data, source=None, error=None):
+    ev = {"event": "display", "id": _cell_get(None), "data": data}
+    if source is not None:
+        ev["source"] = source
+    if error:
+        ev["error"] = error
+    _send(ev)
+
+
+def _real_method(obj, name):
+    """obj's repr method `name` when it really has one, as IPython decides it: an object that claims
+    every attribute (a mock, a proxy) has none, nor has a class (its methods are unbound)."""
+    try:
+        if getattr(obj, "_ipython_canary_method_should_not_exist_", None) is not None:
+            return None
+        m = getattr(obj, name, None)
+    except Exception:
+        return None
+    if m is None or isinstance(obj, type) or not callable(m):
+        return None
+    return m
+
+
+def _is_text_mime(mime):
+    return mime.startswith("text/") or mime in _TEXT_LIKE or mime.endswith(("+json", "+xml"))
+
+
+def _method_error(name, e):
+    msg = _safe_str(e)
+    if len(msg) > ERROR_CHARS:
+        msg = msg[:ERROR_CHARS] + "..."
+    return "%s raised %s%s" % (name, type(e).__name__, ": " + msg if msg else "")
+
+
+def _payload(mime, v):
+    """A repr method's return value as JSON for `mime`: text for text types, base64 for bytes of a
+    binary one (Jupyter's convention), plain JSON data for JSON types; else a TypeError."""
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        if _is_text_mime(mime):
+            return bytes(v).decode("utf-8", "replace")
+        return _imp("binascii").b2a_base64(bytes(v), newline=False).decode("ascii")
+    if isinstance(v, str):
+        return str(v) if _is_text_mime(mime) else v.strip()  # base64 from b2a_base64 ends in "\n"
+    if mime == "application/json" or mime.endswith("+json"):
+        try:
+            _json_check(v)
+        except ValueError:  # NaN passes the check (it ships as null): this is a cycle
+            raise TypeError("returned data with a circular reference")
+        return v
+    raise TypeError("returned %s, not str or bytes" % type(v).__name__)
+
+
+def _put(data, errors, mime, v, where):
+    try:
+        data[mime] = _payload(mime, v)
+    except TypeError as e:
+        errors.append("%s for %s %s" % (where, mime, _safe_str(e)))
+
+
+def _figure_class():
+    return getattr(sys.modules.get("matplotlib.figure"), "Figure", None)
+
+
+def _bundle(obj, include=None, exclude=None, rich_only=False):
+    """The MIME bundle of obj, as Jupyter builds it: _repr_mimebundle_(include, exclude) first, then
+    each _repr_*_ for the types it did not give, then text/plain (unless rich_only: the trailing
+    value's text is its `result`). A matplotlib Figure is rendered. Returns (data, errors): a repr
+    method that raises adds an error and leaves its type out; it never fails the caller."""
+    data = {}
+    errors = []
+
+    def wanted(mime):
+        return (include is None or mime in include) and (exclude is None or mime not in exclude)
+
+    fig = _figure_class()
+    if fig is not None and isinstance(obj, fig):
+        mime = "image/svg+xml" if _dcell.fmt == "svg" else "image/png"
+        if wanted(mime):
+            _render_figure(obj, mime, data, errors)
+    else:
+        m = _real_method(obj, "_repr_mimebundle_")
+        if m is not None:
+            try:
+                got = m(include=include, exclude=exclude)
+            except Exception as e:
+                errors.append(_method_error("_repr_mimebundle_()", e))
+                got = None
+            if isinstance(got, tuple) and len(got) == 2:
+                got = got[0]  # (data, metadata)
+            if isinstance(got, dict):
+                for mime, v in got.items():
+                    if isinstance(mime, str) and wanted(mime) and v is not None and not (rich_only and mime == "text/plain"):
+                        _put(data, errors, mime, v, "_repr_mimebundle_()")
+            elif got is not None:
+                errors.append("_repr_mimebundle_() returned %s, not a dict" % type(got).__name__)
+        for mime, name in _REPR_METHODS:
+            if mime in data or not wanted(mime):
+                continue
+            m = _real_method(obj, name)
+            if m is None:
+                continue
+            try:
+                v = m()
+            except Exception as e:
+                errors.append(_method_error(name + "()", e))
+                continue
+            if isinstance(v, tuple) and len(v) == 2:
+                v = v[0]  # (data, metadata)
+            if v is not None:
+                _put(data, errors, mime, v, name + "()")
+    if not rich_only and "text/plain" not in data and wanted("text/plain"):
+        data["text/plain"] = _plain_text(obj, errors)
+    return data, errors
+
+
+def _plain_text(obj, errors):
+    """repr(obj), or IPython's pretty text for an object with _repr_pretty_ once a cell imported
+    IPython (its Markdown("# hi") is "# hi" there, not "<...Markdown object>")."""
+    if "IPython" in sys.modules and _real_method(obj, "_repr_pretty_") is not None:
+        try:
+            __import__("IPython.lib.pretty")
+            return sys.modules["IPython.lib.pretty"].pretty(obj)
+        except Exception:
+            pass
+    try:
+        text = repr(obj)
+        if isinstance(text, str):
+            return text
+        errors.append("repr() returned %s, not str" % type(text).__name__)
+    except Exception as e:
+        errors.append(_method_error("repr()", e))
+    return "<%s object at %#x>" % (type(obj).__name__, id(obj))
+
+
+def _render_figure(fig, mime, data, errors):
+    """A matplotlib figure drawn by Agg at its own size and DPI (rcParams: figure.figsize,
+    figure.dpi, savefig.*): PNG as base64, or SVG text."""
+    buf = _imp("io").BytesIO()
+    try:
+        fig.savefig(buf, format="svg" if mime == "image/svg+xml" else "png")
+    except Exception as e:
+        errors.append(_method_error("drawing the figure", e))
+        return
+    raw = buf.getvalue()
+    data[mime] = _payload(mime, raw)
+    _dcell.shown[id(fig)] = fig
+
+
+def _show(obj, include=None, exclude=None):
+    if not _display_room():
+        return
+    data, errors = _bundle(obj, include, exclude)
+    _send_display(data, error="; ".join(errors))
+
+
+def _display(*objs, **kwargs):
+    """display(*objs, include=None, exclude=None, raw=False, display_id=None, ...): one display entry
+    per object, built from its repr methods (Jupyter's display protocol). With raw=True each object
+    is a ready MIME bundle (a dict). Metadata, transient and clear are accepted and ignored."""
+    include = kwargs.get("include")
+    exclude = kwargs.get("exclude")
+    for obj in objs:
+        if kwargs.get("raw"):
+            _publish_display_data(obj)
+        else:
+            _show(obj, include, exclude)
+    display_id = kwargs.get("display_id")
+    if display_id:
+        return _DisplayHandle(os.urandom(8).hex() if display_id is True else display_id)
+    return None
+
+
+class _DisplayHandle(object):
+    """What display(..., display_id=...) returns; an update is shown as a new entry."""
+
+    def __init__(self, display_id):
+        self.display_id = display_id
+
+    def display(self, obj, **kwargs):
+        _display(obj, **kwargs)
+
+    def update(self, obj, **kwargs):
+        _display(obj, **kwargs)
+
+    def __repr__(self):
+        return "<DisplayHandle display_id=%s>" % self.display_id
+
+
+def _publish_display_data(data, metadata=None, *args, **kwargs):
+    """IPython's publish_display_data: a ready bundle, normalised like a repr method's output."""
+    if not isinstance(data, dict):
+        raise TypeError("display data must be a dict keyed by MIME type, not %s" % type(data).__name__)
+    if not _display_room():
+        return
+    out = {}
+    errors = []
+    for mime, v in data.items():
+        if isinstance(mime, str) and v is not None:
+            _put(out, errors, mime, v, "display data")
+    _send_display(out, error="; ".join(errors))
+
+
+def _update_display(obj, *args, **kwargs):
+    kwargs.pop("display_id", None)
+    kwargs.pop("update", None)
+    _display(obj, **kwargs)
+
+
+def _clear_output(wait=False):
+    """Nothing to clear: every entry is kept in the cell's result."""
+
+
+def _show_value(value):
+    """The trailing value's richer forms (its text is the `result`), after the figures still open; a
+    trailing pyplot figure is shown once, as the value."""
+    fig = _figure_class()
+    is_fig = fig is not None and isinstance(value, fig)
+    _show_figures(value if is_fig else None)
+    if is_fig and id(value) in _dcell.shown:
+        return
+    data, errors = _bundle(value, rich_only=True)
+    if (data or errors) and _display_room():
+        _send_display(data, "value", "; ".join(errors))
+
+
+def _inline_backend_on():
+    mpl = sys.modules.get("matplotlib")
+    try:
+        return dict.get(mpl.rcParams, "backend") == INLINE_BACKEND  # dict.get: never resolves a backend
+    except Exception:
+        return False
+
+
+def _show_figures(exclude=None):
+    """Every open pyplot figure is rendered, shipped and closed, as matplotlib-inline does at the end
+    of a cell and on plt.show(); only while the inline backend is the one in use (a cell that chose
+    another backend keeps its figures). One already shown in this cell is only closed."""
+    helpers = sys.modules.get("matplotlib._pylab_helpers")
+    if helpers is None or not _inline_backend_on():
+        return
+    gcf = helpers.Gcf
+    managers = gcf.get_all_fig_managers()  # most recently active last: shown in creation order
+    if not managers:
+        return
+    try:
+        for m in sorted(managers, key=lambda m: m.num if isinstance(m.num, int) else 0):
+            fig = m.canvas.figure
+            if fig is not exclude and id(fig) not in _dcell.shown:
+                _show(fig)
+    finally:
+        gcf.destroy_all()  # what plt.close("all") does
+
+
+def _end_cell_display(r):
+    """At the end of a cell (not one interrupted): the figures still open. An interrupt here fails
+    the cell as any other; a failure of the display machinery itself is never the cell's."""
+    if "matplotlib._pylab_helpers" not in sys.modules or r.kbi:
+        return
+    r.in_user = True
+    try:
+        _show_figures()
+    except KeyboardInterrupt as e:
+        if not r.failed:
+            _fail(r, e)
+    except Exception:
+        pass
+    finally:
+        r.in_user = False
+
+
+def _mpl_show(*args, **kwargs):
+    """plt.show() under the inline backend: every open figure shown now, then closed."""
+    _show_figures()
+
+
+def _fill_inline_backend(module):
+    """awrepl.inline, matplotlib's backend in a session: Agg canvases whose plt.show() and
+    fig.show() ship the figure as a display entry (matplotlib-inline's design; no window ever)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.backend_bases import FigureManagerBase
+
+    class FigureManager(FigureManagerBase):
+        def show(self, *args, **kwargs):
+            _show(self.canvas.figure)
+
+    class FigureCanvas(FigureCanvasAgg):
+        manager_class = FigureManager
+
+    module.FigureCanvas = FigureCanvas
+    module.FigureManager = FigureManager
+    module.show = _mpl_show
+    module.backend_version = "awrepl"
+    if not hasattr(FigureCanvasAgg, "new_manager"):  # matplotlib before 3.6 asks the module
+        def new_figure_manager_given_figure(num, figure):
+            return FigureManager(FigureCanvas(figure), num)
+
+        def new_figure_manager(num, *args, **kwargs):
+            from matplotlib.figure import Figure
+            cls = kwargs.pop("FigureClass", Figure)
+            return new_figure_manager_given_figure(num, cls(*args, **kwargs))
+        module.new_figure_manager = new_figure_manager
+        module.new_figure_manager_given_figure = new_figure_manager_given_figure
+
+
+def _on_matplotlib(mpl):
+    """matplotlib was just imported by a cell: its backend becomes the inline one before pyplot
+    picks one (so a headless worker never tries a GUI). matplotlib.use() in a cell still wins."""
+    mpl.use(INLINE_BACKEND)
+
+
+def _on_ipython_display(mod):
+    """IPython's display functions publish to awrepl (no InteractiveShell is started: without one,
+    IPython's display() would only print the object's repr)."""
+    names = vars(mod)
+    for name, fn in (("display", _display), ("publish_display_data", _publish_display_data),
+                     ("update_display", _update_display), ("clear_output", _clear_output)):
+        if name in names:
+            setattr(mod, name, fn)
+
+
+_AFTER_IMPORT = {
+    "matplotlib": _on_matplotlib,
+    "IPython.core.display_functions": _on_ipython_display,  # IPython >= 7.14
+    "IPython.core.display": _on_ipython_display,  # older IPython defines display() here
+}
+
+
+class _DisplayImportWatch(object):
+    """A sys.meta_path finder that runs the hooks above right after their module executes (whoever
+    else finds it), and serves the inline backend module; every other import passes untouched."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "awrepl.inline":
+            from importlib.machinery import ModuleSpec
+            return ModuleSpec(name, _InlineBackendLoader())
+        after = _AFTER_IMPORT.get(name)
+        if after is None:
+            return None
+        for finder in list(sys.meta_path):
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = _AfterImportLoader(spec.loader, after)
+        return spec
+
+
+class _AfterImportLoader(object):
+    """A module's own loader, then `after(module)` (which never fails the import)."""
+
+    def __init__(self, loader, after):
+        self._loader = loader
+        self._after = after
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        module.__loader__ = self._loader
+        if module.__spec__ is not None:
+            module.__spec__.loader = self._loader
+        try:
+            self._after(module)
+        except Exception:
+            pass  # the module works as it would without awrepl
+
+
+class _InlineBackendLoader(object):
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        _fill_inline_backend(module)
+
+
+def _install_display():
+    """display() becomes a builtin (as in IPython), the import watch starts; libraries a cell
+    imported before this (none, normally) are hooked now."""
+    _builtins_mod.display = _display
+    sys.meta_path.insert(0, _DisplayImportWatch())
+    for name, after in _AFTER_IMPORT.items():
+        mod = sys.modules.get(name)
+        if mod is not None:
+            try:
+                after(mod)
+            except Exception:
+                pass
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2859,6 +3319,7 @@ def _install_namespace():
     _user_module = types.ModuleType("__main__")
     sys.modules["__main__"] = _user_module
     sys.modules["awrepl"] = _make_awrepl_module()
+    _install_display()
     if "linecache" not in sys.modules:
         sys.meta_path.insert(0, _LinecacheHook())
     _ns = _fresh_namespace()

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { CellRecorder, lostStateNotice } from "./cell.ts";
-import { DisplayWriter } from "./display.ts";
+import { DisplayFiles } from "./display.ts";
+import { CellDisplays } from "./display_entries.ts";
 import { OutputCollector } from "./output.ts";
 import type { ErrorEvent } from "../protocol/runtime.ts";
 
@@ -9,7 +10,8 @@ const calm = { timedOut: false, userInterrupted: false, killed: false };
 const interruptError: ErrorEvent = { event: "error", id: "1", ename: "KeyboardInterrupt", evalue: "", traceback: ["Traceback\n", "KeyboardInterrupt\n"] };
 
 function recorder(limit = 100): CellRecorder {
-  return new CellRecorder(new OutputCollector(limit), new DisplayWriter("/nonexistent-awrepl-display", "t"), {});
+  const files = new DisplayFiles("/nonexistent-awrepl-display", "t", { maxFiles: 0, maxBytes: 0 });
+  return new CellRecorder(new OutputCollector(limit), new CellDisplays(files, 0, limit), {});
 }
 
 describe("CellRecorder", () => {
@@ -34,6 +36,17 @@ describe("CellRecorder", () => {
     expect(timedOut.status).toBe("timeout");
     expect(timedOut.exception).toContain("state is intact");
     expect(status(calm).status).toBe("error");
+  });
+
+  test("display entries: kept ones in the result, the runtime's dropped ones added to the count", () => {
+    const r = recorder(1000);
+    r.display({ "text/plain": "a" });
+    r.display({ "text/html": "<b>v</b>" }, { event: "display", id: "1", data: {}, source: "value" });
+    const res = r.finish({ event: "done", id: "1", status: "ok", display_dropped: 5 }, calm, limits, "s", null);
+    expect(res.display).toEqual([{ "text/plain": "a" }, { "text/html": "<b>v</b>", source: "value" }]);
+    expect(res.display_dropped).toBe(5);
+    expect(res.truncated).toBe(true);
+    expect(recorder().finish({ event: "done", id: "1", status: "ok" }, calm, limits, "s", null).display_dropped).toBeUndefined();
   });
 
   test("a failed done without an error event is still an error with a reason", () => {

@@ -1,11 +1,11 @@
 // One cell's events turned into an ExecResult: output under the byte limit, display items, the
 // trailing value, the error, and the status — including the two ways a cell can lose the session's
 // state (killed at its deadline, or the worker died), which the result says in so many words.
-import type { DisplayWriter } from "./display.ts";
+import type { CellDisplays } from "./display_entries.ts";
 import { capEntries, capText, type CappedText, type OutputCollector, type Stream } from "./output.ts";
 import type { RawText } from "../wire/output_frames.ts";
-import type { DisplayItem, ExecResult, ExecStatus } from "../protocol/result.ts";
-import type { DoneEvent, ErrorEvent } from "../protocol/runtime.ts";
+import type { ExecResult, ExecStatus } from "../protocol/result.ts";
+import type { DisplayEvent, DoneEvent, ErrorEvent } from "../protocol/runtime.ts";
 import type { ExecuteOptions } from "../protocol/api.ts";
 import { describeExit, type RequestHandlers, type WorkerExit } from "../worker/worker.ts";
 
@@ -41,14 +41,13 @@ export class CellRecorder implements RequestHandlers {
   private value: string | null = null;
   private failure: ErrorEvent | null = null;
   private exceptionText = "";
-  private readonly items: DisplayItem[] = [];
   private readonly started = performance.now();
-  /** Bytes cut from the value, the exception, the traceback and text display payloads. */
+  /** Bytes cut from the value, the exception and the traceback (display payloads: CellDisplays). */
   private cutBytes = 0;
 
   constructor(
     private readonly collected: OutputCollector,
-    private readonly displays: DisplayWriter,
+    private readonly displays: CellDisplays,
     private readonly live: LiveOutput,
   ) {}
 
@@ -67,11 +66,9 @@ export class CellRecorder implements RequestHandlers {
     if (this.live.onRawOutput) callSafely(this.live.onRawOutput, stream, raw);
   }
 
-  display(data: Record<string, unknown>): void {
-    const item = this.displays.item(data);
-    for (const [mime, payload] of Object.entries(item)) item[mime] = this.cap(payload);
-    this.items.push(item);
-    if (this.live.onDisplay) callSafely(this.live.onDisplay, item);
+  display(data: Record<string, unknown>, event?: DisplayEvent): void {
+    const item = this.displays.add(data, event);
+    if (item && this.live.onDisplay) callSafely(this.live.onDisplay, item);
   }
 
   result(text: string): void {
@@ -97,6 +94,8 @@ export class CellRecorder implements RequestHandlers {
 
   /** The result of a cell whose `done` arrived. */
   finish(done: DoneEvent, flags: CellFlags, limits: CellLimits, session: string, notice: string | null): ExecResult {
+    // Entries the runtime did not ship (past max_display_entries) are counted with those dropped here.
+    if (typeof done.display_dropped === "number" && done.display_dropped > 0) this.displays.dropped += done.display_dropped;
     const err = this.failure;
     if (err) {
       let status: ExecStatus = "error";
@@ -147,6 +146,8 @@ export class CellRecorder implements RequestHandlers {
   ): ExecResult {
     const duration_ms = performance.now() - this.started;
     const out = this.collected.result();
+    const shown = this.displays;
+    const cut = out.truncated_bytes + this.cutBytes + shown.cutBytes;
     const result: ExecResult = {
       stdout: out.stdout,
       // The loss is said after the output limit is applied, so truncation can never cut it off.
@@ -155,12 +156,13 @@ export class CellRecorder implements RequestHandlers {
       exception,
       traceback,
       duration_ms,
-      truncated: out.truncated || this.cutBytes > 0,
-      truncated_bytes: out.truncated_bytes + this.cutBytes,
+      truncated: cut > 0 || shown.dropped > 0,
+      truncated_bytes: cut,
       status,
       session,
-      display: this.items,
+      display: shown.items,
     };
+    if (shown.dropped > 0) result.display_dropped = shown.dropped;
     if (notice) result.notice = notice;
     return result;
   }

@@ -1,72 +1,108 @@
-// Display payloads (`display` events: MIME type -> JSON payload). Text payloads stay inline; binary
-// ones (base64 by Jupyter's convention: image/png, application/pdf, ...) are written to files under
-// the state directory and replaced by their path, so a JSON result never carries megabytes of base64.
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
+// Display files: the images and other binary payloads of a session's display entries, one file each in
+// the session's own folder under the state directory (<home>/display/<session>/), so that a JSON
+// result carries a path instead of megabytes of base64. The folder is bounded: past a count or a
+// size cap the oldest files go (the newest is always kept). It is removed when the session closes,
+// except a folder kept on purpose (an ephemeral `run`: it prints the paths as it ends).
+import { readdirSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { ensurePrivateDir } from "../settings/home.ts";
-import type { DisplayItem } from "../protocol/result.ts";
+import { extensionFor } from "./mime.ts";
 
-const TEXT_TYPES = new Set(["application/json", "application/javascript", "application/xml", "image/svg+xml"]);
-const EXTENSIONS: Record<string, string> = {
-  "image/png": "png",
-  "image/jpeg": "jpg",
-  "image/gif": "gif",
-  "image/webp": "webp",
-  "image/bmp": "bmp",
-  "image/tiff": "tiff",
-  "application/pdf": "pdf",
-  "application/octet-stream": "bin",
-};
-const BASE64 = /^[A-Za-z0-9+/\s]*={0,2}\s*$/;
+/** Caps of one folder; 0 = no limit. */
+export type DisplayFileLimits = { maxFiles: number; maxBytes: number };
 
-export function isTextMime(mime: string): boolean {
-  return mime.startsWith("text/") || TEXT_TYPES.has(mime) || mime.endsWith("+json") || mime.endsWith("+xml");
+type KnownFile = { path: string; bytes: number };
+
+/** The folder of a session's display files: <home>/display/<id>, or /_<id> for one kept after close (no session name starts with "_"). */
+export function displayFolder(home: string, id: string, kept: boolean): string {
+  return join(home, "display", kept ? `_${id}` : id);
 }
 
-export function extensionFor(mime: string): string {
-  const known = EXTENSIONS[mime];
-  if (known) return known;
-  const sub = (mime.split("/")[1] ?? "").replace(/[^A-Za-z0-9]/g, "").slice(0, 10);
-  return sub || "bin";
-}
+export class DisplayFiles {
+  private seq = 0;
+  /** Files in the folder, oldest first: read from the folder at the first write, then kept up to date. */
+  private known: KnownFile[] | null = null;
+  private total = 0;
 
-export class DisplayWriter {
-  private count = 0;
-  private dirReady = false;
-  /** `dir`: where binary payloads go; `prefix`: the start of their file names (the session id). */
+  /** `prefix` starts every file name (the session id: a file moved elsewhere still says whose it is). */
   constructor(
     readonly dir: string,
     readonly prefix: string,
+    readonly limits: DisplayFileLimits,
+    readonly keepOnClose = false,
   ) {}
 
-  /** Turns one display event's data into a DisplayItem: text inline, binary as a file path. */
-  item(data: Record<string, unknown>): DisplayItem {
-    const out: DisplayItem = {};
-    for (const [mime, payload] of Object.entries(data)) {
-      if (typeof payload !== "string") {
-        out[mime] = JSON.stringify(payload) ?? String(payload);
-      } else if (isTextMime(mime) || !BASE64.test(payload)) {
-        out[mime] = payload;
-      } else {
-        out[mime] = this.writeFile(mime, Buffer.from(payload, "base64"));
-      }
-    }
-    return out;
-  }
-
-  private writeFile(mime: string, bytes: Buffer): string {
-    const name = `${this.prefix}-${Date.now().toString(36)}-${process.pid}-${++this.count}.${extensionFor(mime)}`;
+  /** Writes one payload; returns its path, or (a full disk, say) a text saying why it was not written. */
+  write(mime: string, bytes: Uint8Array): { path: string } | { failure: string } {
+    const name = `${this.prefix}-${Date.now().toString(36)}-${process.pid.toString(36)}-${++this.seq}.${extensionFor(mime)}`;
     const path = join(this.dir, name);
     try {
-      if (!this.dirReady) {
-        ensurePrivateDir(this.dir);
-        this.dirReady = true;
-      }
-      writeFileSync(path, bytes, { mode: 0o600 });
+      const known = this.folder();
+      writeFileSync(path, bytes, { mode: 0o600, flag: "wx" });
+      known.push({ path, bytes: bytes.length });
+      this.total += bytes.length;
     } catch (err) {
       // A full disk must not lose the cell's result: say what happened in place of the path.
-      return `[${mime} display data (${bytes.length} bytes) not written to ${path}: ${(err as Error).message}]`;
+      return { failure: `[${mime} display data (${bytes.length} bytes) not written to ${path}: ${(err as Error).message}]` };
     }
-    return path;
+    this.evict();
+    return { path };
+  }
+
+  /** How many files and bytes the folder holds, as far as this session knows. */
+  get usage(): { files: number; bytes: number } {
+    return { files: this.known?.length ?? 0, bytes: this.total };
+  }
+
+  /** Removes the folder with every file in it, unless it is kept. */
+  remove(): void {
+    if (this.keepOnClose) return;
+    this.known = null;
+    this.total = 0;
+    try {
+      rmSync(this.dir, { recursive: true, force: true });
+    } catch {
+      // Nothing to do about it at close; the next session of this name reuses (and bounds) the folder.
+    }
+  }
+
+  /** The folder's files, read once (a session re-created after a crash, or the kept folder other runs share). */
+  private folder(): KnownFile[] {
+    if (this.known) return this.known;
+    ensurePrivateDir(dirname(this.dir));
+    ensurePrivateDir(this.dir);
+    const found: (KnownFile & { mtime: number })[] = [];
+    for (const name of readdirSync(this.dir)) {
+      const path = join(this.dir, name);
+      const st = statSync(path, { throwIfNoEntry: false });
+      if (st?.isFile()) found.push({ path, bytes: st.size, mtime: st.mtimeMs });
+    }
+    found.sort((a, b) => a.mtime - b.mtime || (a.path < b.path ? -1 : 1));
+    this.known = found.map(({ path, bytes }) => ({ path, bytes }));
+    this.total = found.reduce((sum, f) => sum + f.bytes, 0);
+    return this.known;
+  }
+
+  /** The oldest files go while the folder is over a cap; the newest stays even when it alone is over. */
+  private evict(): void {
+    const known = this.known;
+    if (!known) return;
+    const { maxFiles, maxBytes } = this.limits;
+    let drop = 0;
+    let total = this.total;
+    while (known.length - drop > 1 && ((maxFiles > 0 && known.length - drop > maxFiles) || (maxBytes > 0 && total > maxBytes))) {
+      const oldest = known[drop] as KnownFile;
+      try {
+        unlinkSync(oldest.path);
+      } catch {
+        // Already gone (moved to a --display-dir, removed by hand): it no longer counts either way.
+      }
+      total -= oldest.bytes;
+      drop++;
+    }
+    if (drop > 0) {
+      known.splice(0, drop);
+      this.total = total;
+    }
   }
 }

@@ -408,7 +408,7 @@ describe("order, lifecycle and the rest of the interface", () => {
     const item = r.display[0] ?? {};
     expect(item["text/plain"]).toBe("hi");
     expect(item["image/png"]).toStartWith(join(fixture.tmp.home, "display"));
-    expect(existsSync(item["image/png"] ?? "")).toBe(true);
+    expect(existsSync(item["image/png"] as string)).toBe(true);
   });
 });
 

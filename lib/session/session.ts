@@ -6,12 +6,13 @@
 // Calls run one at a time in arrival order (call_queue.ts); interrupt() bypasses the queue. The
 // worker's situation and what the next result says once are session_state.ts's.
 import { existsSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { CallQueue } from "./call_queue.ts";
 import { CellRecorder, type LiveOutput } from "./cell.ts";
-import { DisplayWriter } from "./display.ts";
+import { DisplayFiles, displayFolder } from "./display.ts";
+import { CellDisplays } from "./display_entries.ts";
 import { AwreplError } from "../core/errors.ts";
-import { checkLimits, DEFAULTS } from "../core/limits.ts";
+import { checkLimits, DEFAULTS, FIGURE_FORMATS, type FigureFormat } from "../core/limits.ts";
 import { OutputCollector } from "./output.ts";
 import { ensurePrivateDir, stateDir } from "../settings/home.ts";
 import { checkSessionName } from "../core/names.ts";
@@ -44,6 +45,17 @@ export type ReplSessionOptions = SessionOptions & {
   /** Size caps of every snapshot (total payload, one name); names over them are reported as skipped. */
   snapshotMaxBytes?: number;
   snapshotMaxVariableBytes?: number;
+  /** Caps of the session's display-file folder (files, bytes; the oldest go first) and of each cell's display entries; 0 = no limit. */
+  displayMaxFiles?: number;
+  displayMaxBytes?: number;
+  displayMaxEntries?: number;
+  /** How matplotlib figures are rendered: "png" (default) or "svg". */
+  figureFormat?: FigureFormat;
+  /**
+   * Keep the display files when the session closes (<home>/display/_<id>, still bounded by the caps):
+   * for a session that ends as soon as its result is shown (an ephemeral `run`), whose paths must outlive it.
+   */
+  keepDisplayFiles?: boolean;
 };
 
 export type ReplSessionInfo = {
@@ -78,7 +90,9 @@ export class ReplSession implements Session {
   cellsRun = 0;
 
   private readonly spec: WorkerSpec;
-  private readonly displays: DisplayWriter;
+  private readonly displays: DisplayFiles;
+  readonly displayMaxEntries: number;
+  readonly figureFormat: FigureFormat;
   /** The worker's situation; it changes only through become(). */
   private slot: WorkerSlot = { state: "none" };
   /** What the next execute's result says once. */
@@ -103,7 +117,15 @@ export class ReplSession implements Session {
     this.snapshotMaxBytes = options.snapshotMaxBytes ?? DEFAULTS.snapshotMaxBytes;
     this.snapshotMaxVariableBytes = options.snapshotMaxVariableBytes ?? DEFAULTS.snapshotMaxVariableBytes;
     this.spec = { home, interpreter, cwd: this.cwd, env, spares: options.spares ?? null };
-    this.displays = new DisplayWriter(join(home, "display"), id);
+    const kept = options.keepDisplayFiles ?? false;
+    this.displays = new DisplayFiles(
+      displayFolder(home, id, kept),
+      id,
+      { maxFiles: options.displayMaxFiles ?? DEFAULTS.displayMaxFiles, maxBytes: options.displayMaxBytes ?? DEFAULTS.displayMaxBytes },
+      kept,
+    );
+    this.displayMaxEntries = options.displayMaxEntries ?? DEFAULTS.displayMaxEntries;
+    this.figureFormat = options.figureFormat ?? DEFAULTS.figureFormat;
     this.snapshots = new SessionSnapshots(
       id,
       home,
@@ -123,6 +145,9 @@ export class ReplSession implements Session {
   static async start(id: string, options: ReplSessionOptions = {}): Promise<ReplSession> {
     checkSessionName(id);
     checkLimits(options);
+    if (options.figureFormat !== undefined && !FIGURE_FORMATS.includes(options.figureFormat)) {
+      throw new AwreplError("usage", `figureFormat must be "png" or "svg", not ${JSON.stringify(options.figureFormat)}`);
+    }
     const home = ensurePrivateDir(options.home ?? stateDir());
     const env = options.env ? { ...process.env, ...options.env } : process.env;
     const cwd = resolve(options.cwd ?? process.cwd());
@@ -254,6 +279,7 @@ export class ReplSession implements Session {
       // A worker still starting is closed by its start (it finds the session closed).
       const worker = slot.state === "ready" ? slot.worker : slot.state === "starting" ? await slot.started.catch(() => null) : null;
       if (worker) await worker.close(Math.min(this.graceMs, 1000));
+      this.displays.remove();
     })();
     this.become({ state: "closed", closing });
     return closing;
@@ -441,9 +467,12 @@ export class ReplSession implements Session {
     const limits = { timeoutMs: options.timeoutMs ?? this.timeoutMs, graceMs: this.graceMs };
     // `filename` (run -f): the runtime names the file in tracebacks and sets __file__ for the cell.
     const request: RequestBody = options.filename ? { type: "execute", code, filename: options.filename } : { type: "execute", code };
+    // The runtime stops building display entries past the cap (1,000 figures are not all rendered).
+    if (this.displayMaxEntries > 0) request.max_display_entries = this.displayMaxEntries;
+    if (this.figureFormat !== "png") request.figure_format = this.figureFormat;
     const limit = options.maxOutputBytes ?? this.maxOutputBytes;
     const sent = await this.send(request, limits.timeoutMs, {
-      handlers: () => new CellRecorder(this.takeOutputCollector(limit), this.displays, options),
+      handlers: () => new CellRecorder(this.takeOutputCollector(limit), new CellDisplays(this.displays, this.displayMaxEntries, limit), options),
       signal: options.signal,
     });
     const { done, call, worker } = sent;

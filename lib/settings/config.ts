@@ -6,7 +6,7 @@ import { join, resolve } from "node:path";
 import type { ParseError } from "jsonc-parser";
 import { parse } from "jsonc-parser/lib/esm/impl/parser.js";
 import { AwreplError } from "../core/errors.ts";
-import { DEFAULTS, limitProblem, NUMBER_KEYS } from "../core/limits.ts";
+import { DEFAULTS, FIGURE_FORMATS, type FigureFormat, limitProblem, NUMBER_KEYS } from "../core/limits.ts";
 import { stateDir } from "./home.ts";
 import { trustState } from "./trust.ts";
 
@@ -28,6 +28,12 @@ export type Config = {
   /** Snapshot size caps. */
   snapshotMaxBytes: number;
   snapshotMaxVariableBytes: number;
+  /** Display files per session folder (count, bytes; the oldest go first), entries per cell; 0 = no limit. */
+  displayMaxFiles: number;
+  displayMaxBytes: number;
+  displayMaxEntries: number;
+  /** How matplotlib figures are rendered: "png" or "svg". */
+  figureFormat: FigureFormat;
   /** What loading left out and the user should hear about (an untrusted project interpreter). */
   notices?: string[];
 };
@@ -113,6 +119,11 @@ export function validateConfig(value: unknown, where: string): Partial<Config> {
         throw new AwreplError("usage", `Config key "python" in ${where} must be a non-empty string`);
       }
       out.python = v;
+    } else if (key === "figureFormat") {
+      if (!FIGURE_FORMATS.includes(v as FigureFormat)) {
+        throw new AwreplError("usage", `Config key "figureFormat" in ${where} must be ${FIGURE_FORMATS.map((f) => JSON.stringify(f)).join(" or ")}, not ${JSON.stringify(v ?? null)}`);
+      }
+      out.figureFormat = v as FigureFormat;
     } else if (key === "autosave") {
       if (typeof v !== "boolean") throw new AwreplError("usage", `Config key "autosave" in ${where} must be true or false`);
       out.autosave = v;

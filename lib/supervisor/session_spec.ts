@@ -31,6 +31,10 @@ export function sessionFactory(layout: HomeLayout, config: Config, spares: Spare
       timeoutMs: spec.timeout_ms ?? config.timeoutMs,
       maxOutputBytes: spec.max_output_bytes ?? config.maxOutputBytes,
       graceMs: spec.grace_ms ?? config.graceMs,
+      displayMaxFiles: config.displayMaxFiles,
+      displayMaxBytes: config.displayMaxBytes,
+      displayMaxEntries: config.displayMaxEntries,
+      figureFormat: config.figureFormat,
       home: layout.home,
       spares,
     });

@@ -7,7 +7,7 @@ import { AwreplError } from "../core/errors.ts";
 import { killGroup } from "../core/process.ts";
 import { LineSplitter } from "../wire/lines.ts";
 import { PipeWriter } from "../wire/pipe_writer.ts";
-import type { DoneEvent, ErrorEvent, IdRequest, ReadyEvent, RuntimeEvent } from "../protocol/runtime.ts";
+import type { DisplayEvent, DoneEvent, ErrorEvent, IdRequest, ReadyEvent, RuntimeEvent } from "../protocol/runtime.ts";
 import { type RawText, readOutputFrame } from "../wire/output_frames.ts";
 
 export type WorkerState = "starting" | "ready" | "closed" | "dead";
@@ -17,7 +17,7 @@ export type RequestHandlers = {
   output?(stream: "stdout" | "stderr", text: string): void;
   /** Output not yet decoded (lib/wire/output_frames.ts); when absent, `output` gets the decoded text. */
   rawOutput?(stream: "stdout" | "stderr", raw: RawText): void;
-  display?(data: Record<string, unknown>): void;
+  display?(data: Record<string, unknown>, event: DisplayEvent): void;
   result?(text: string): void;
   error?(event: ErrorEvent): void;
 };
@@ -362,7 +362,7 @@ export class Worker {
         this.pending.get(event.id)?.handlers?.result?.(event.text);
         return;
       case "display":
-        this.ownerOf(event.id)?.handlers?.display?.(event.data);
+        this.ownerOf(event.id)?.handlers?.display?.(event.data, event);
         return;
       case "error": {
         if (event.id === null) {

@@ -2,6 +2,7 @@
 // interpreter tests run, the repository root, private state directories, and waiting with a timeout.
 // The rest of the harness: runtime.ts (runtime.py as a subprocess), session.ts (library sessions),
 // binary.ts (the compiled executable end to end), tmux.ts (a real terminal). mod.ts exports it all.
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -37,4 +38,17 @@ export async function waitFor(check: () => boolean, timeoutMs = 5000, what = "co
     if (Date.now() > end) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
     await sleep(10);
   }
+}
+
+const imports = new Map<string, boolean>();
+
+/** True when `python` can import `module` (optional libraries: matplotlib, pandas, IPython); asked once per pair. */
+export function pythonHas(module: string, python = PYTHON): boolean {
+  const key = `${python}\0${module}`;
+  let has = imports.get(key);
+  if (has === undefined) {
+    has = spawnSync(python, ["-c", `import ${module}`], { stdio: "ignore", timeout: 60_000 }).status === 0;
+    imports.set(key, has);
+  }
+  return has;
 }
