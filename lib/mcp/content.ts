@@ -10,6 +10,7 @@ import { isAbsolute } from "node:path";
 import { AwreplError } from "../core/errors.ts";
 import type { DisplayItem, ExecResult } from "../protocol/result.ts";
 import type { SessionInfo } from "../protocol/supervisor.ts";
+import { representations } from "../session/mime.ts";
 
 /** The SDK's CallToolResult, as far as we build it (structural: this module does not load the SDK). */
 export type ToolResult = {
@@ -103,7 +104,7 @@ export function errorContent(err: unknown): ToolResult {
 function imageBlocks(display: DisplayItem[], maxBytes: number, notes: string[]): ToolResult["content"] {
   const images: ToolResult["content"] = [];
   for (const item of display) {
-    for (const [mime, path] of Object.entries(item)) {
+    for (const [mime, path] of representations(item)) {
       if (!IMAGE_MIMES.has(mime) || !isAbsolute(path)) continue; // not a file (inline text, a failed write)
       const size = statSync(path, { throwIfNoEntry: false })?.size;
       if (size === undefined) notes.push(`[${mime}] ${path}: file not found, not attached`);

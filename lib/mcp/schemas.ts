@@ -67,7 +67,11 @@ export type SessionArgs = z.infer<Arguments["session"]>;
 export type InspectArgs = z.infer<Arguments["inspect"]>;
 export type CloseArgs = z.infer<Arguments["close"]>;
 
-const display = z.record(z.string(), z.string());
+/** DisplayItem (lib/protocol/result.ts): MIME type -> text or file path, plus awrepl's metadata/source/error keys. */
+const fileInfo = z.record(z.string(), z.looseObject({ bytes: z.number() }));
+const display = z
+  .object({ metadata: fileInfo.optional(), source: z.literal("value").optional(), error: z.string().optional() })
+  .catchall(z.union([z.string(), fileInfo]).optional());
 const nameFailure = z.looseObject({ name: z.string(), reason: z.string() });
 
 /** ExecResult (lib/protocol/result.ts), plus two statuses of MCP's own: `running` and `idle`. */
@@ -85,6 +89,7 @@ export const execResult = z.looseObject({
     .describe('running: not finished within wait_ms and still running (call `wait`); idle: nothing to wait for'),
   session: z.string().nullable(),
   display: z.array(display).describe("One entry per display event: MIME type -> text, or the path of a file for binary data"),
+  display_dropped: z.number().int().optional().describe("Display entries left out (over the per-cell count or the output limit)"),
   notice: z.string().optional(),
   restored: z.looseObject({ source: z.string(), restored: z.array(z.string()), failed: z.array(nameFailure) }).optional(),
 });

@@ -164,11 +164,24 @@ describe("awrepl mcp's tools, over the SDK's stdio client", () => {
     const images = (r.content as { type: string; data?: string; mimeType?: string }[]).filter((b) => b.type === "image");
     expect(images).toHaveLength(1);
     expect(images[0]).toMatchObject({ mimeType: "image/png", data: png });
-    const path = exec(r).display[0]!["image/png"]!;
+    const path = exec(r).display[0]!["image/png"] as string;
     expect(path.startsWith("/")).toBe(true);
     expect(text(r)).toContain(`[image/png] ${path}`);
     // structuredContent carries the path, never base64.
     expect(JSON.stringify(r.structuredContent)).not.toContain(png);
+  });
+
+  test("a matplotlib plot comes back as one PNG image content, its file's size in the entry's metadata", async () => {
+    const r = await run(c.client, "import matplotlib.pyplot as plt\nplt.figure(figsize=(2, 1.5), dpi=50)\nplt.plot([1, 3, 2])\nplt.show()");
+    expect(exec(r).status).toBe("ok");
+    const images = (r.content as { type: string; data?: string; mimeType?: string }[]).filter((b) => b.type === "image");
+    expect(images).toHaveLength(1);
+    const png = Buffer.from(images[0]!.data!, "base64");
+    expect(png.subarray(0, 8).toString("hex")).toBe("89504e470d0a1a0a");
+    expect(png.readUInt32BE(16)).toBe(100); // 2 in x 50 dpi
+    const entry = exec(r).display[0]!;
+    expect(entry.metadata?.["image/png"]?.bytes).toBe(png.length);
+    expect(text(r)).toContain(`[image/png] ${entry["image/png"]}`);
   });
 
   test("interrupt stops the running cell and returns its result", async () => {

@@ -5,6 +5,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { Client } from "@modelcontextprotocol/client";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { awreplBinary, COMMAND_TIMEOUT_MS, PYTHON } from "../harness/mod.ts";
+import type { DisplayItem } from "../../lib/protocol/result.ts";
 
 export type ToolResult = Awaited<ReturnType<Client["callTool"]>>;
 export type Exec = {
@@ -14,7 +15,7 @@ export type Exec = {
   stderr: string;
   exception: string | null;
   traceback: string;
-  display: Record<string, string>[];
+  display: DisplayItem[];
   session: string;
   notice?: string;
   duration_ms: number;
