@@ -3402,11 +3402,18 @@ def _exit_process():
         except Exception:
             pass
 
+    started = _thread.allocate_lock()
+    started.acquire()
+
     def hard_exit():
+        started.release()
         _block_sigint()
         _sleep(2.0)
         _os_exit(0)
     _thread.start_new_thread(hard_exit, ())  # non-daemon user threads must not hold the exit
+    # A thread still starting when finalization begins crashes CPython (SIGSEGV in
+    # _PyThreadState_SetCurrent, seen on 3.11 in one shutdown out of five): let it run first.
+    started.acquire(True, 1.0)
     sys.exit(0)
 
 

@@ -78,10 +78,12 @@ export class Runtime {
       python?: string;
       timeoutMs?: number;
       cwd?: string;
+      /** Run this copy of runtime.py instead of the repository's. */
+      script?: string;
     } = {},
   ): Promise<Runtime> {
     const py = opts.python ?? PYTHON;
-    const argv = opts.bootstrap ? [py, "-u", "-c", bootstrapSource()] : [py, "-u", RUNTIME_PATH];
+    const argv = opts.bootstrap ? [py, "-u", "-c", bootstrapSource()] : [py, "-u", opts.script ?? RUNTIME_PATH];
     const rt = new Runtime(argv, opts.env ?? {}, opts.cwd);
     if (opts.bootstrap) {
       const src = readFileSync(RUNTIME_PATH);
