@@ -16,7 +16,7 @@
 #                                           instead of this machine's (the result is not run)
 #
 # Needs: sh, curl or wget, sha256sum or shasum, and uname/mkdir/mktemp/awk/cp/chmod/mv/rm (tested
-# with exactly these on PATH: tests/install.test.ts).
+# with exactly these on PATH: tests/packaging/install.test.ts).
 # gzip is used when present (the download is then about half the size). Nothing outside the
 # install directory is changed; a checksum mismatch or a binary that does not run installs nothing.
 # Under GitHub Actions ($GITHUB_PATH set) the directory is added to the PATH of later steps.
