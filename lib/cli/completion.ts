@@ -28,6 +28,8 @@ const OPTION_VALUES: Record<string, ValueKind> = {
   "--timeout": "number",
   "--max-output": "number",
   "--lines": "number",
+  "--wait": "number",
+  "--max-image": "number",
 };
 
 /** The first argument of a command, by command name (others get no completion: code, names...). */
