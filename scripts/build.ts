@@ -1,5 +1,10 @@
 // `npm run build`: compile main.ts into one self-contained executable, dist/awrepl.
-// `npm run release`: the same for every supported platform, into dist/release/, with SHA256SUMS.
+// `npm run release`: the same for every supported platform, into dist/release/ (what a GitHub release
+// carries; install/install.sh and the npm packages of scripts/npm-packages.ts take it from there):
+//   awrepl-<os>-<arch>[.exe]       the executables (os: linux, darwin, windows; arch: x64, arm64)
+//   awrepl-<os>-<arch>[.exe].gz    the same, gzipped: about half the download (install.sh takes it)
+//   install.sh, install.ps1        the installers, their default version set to this release's
+//   SHA256SUMS                     every file above, `HASH  NAME` (sha256sum -c and shasum -c read it)
 //
 // The flags are DESIGN.md's (each measured here):
 //   --bytecode            commander and node:net each cost 10–25 ms per start without it
@@ -22,6 +27,7 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { spawnSync } from "node:child_process";
+import { gzipSync } from "node:zlib";
 
 const root = resolve(dirname(new URL(import.meta.url).pathname), "..");
 const ORDER_FILE = join(root, "scripts", "bytecode-order.txt");
@@ -43,14 +49,23 @@ function buildFlags(): string[] {
   return existsSync(ORDER_FILE) ? [...BUILD_FLAGS, `--bytecode-order=${ORDER_FILE}`] : BUILD_FLAGS;
 }
 
-/** Release targets: Bun fetches each target's runtime from the npm registry (@oven/bun-*). */
-export const RELEASE_TARGETS: { target: string; file: string }[] = [
-  { target: "bun-linux-x64", file: "awrepl-linux-x64" },
-  { target: "bun-linux-arm64", file: "awrepl-linux-arm64" },
-  { target: "bun-darwin-x64", file: "awrepl-darwin-x64" },
-  { target: "bun-darwin-arm64", file: "awrepl-darwin-arm64" },
-  { target: "bun-windows-x64", file: "awrepl-windows-x64.exe" },
+/**
+ * Release targets: Bun fetches each target's runtime from the npm registry (@oven/bun-*). `npm` is the
+ * platform as Node names it (process.platform, process.arch): the npm package @awrepl/<os>-<cpu>
+ * carries that file (scripts/npm-packages.ts), with these os/cpu/libc fields.
+ */
+export const RELEASE_TARGETS: { target: string; file: string; npm: { os: string; cpu: string; libc?: string } }[] = [
+  { target: "bun-linux-x64", file: "awrepl-linux-x64", npm: { os: "linux", cpu: "x64", libc: "glibc" } },
+  { target: "bun-linux-arm64", file: "awrepl-linux-arm64", npm: { os: "linux", cpu: "arm64", libc: "glibc" } },
+  { target: "bun-darwin-x64", file: "awrepl-darwin-x64", npm: { os: "darwin", cpu: "x64" } },
+  { target: "bun-darwin-arm64", file: "awrepl-darwin-arm64", npm: { os: "darwin", cpu: "arm64" } },
+  { target: "bun-windows-x64", file: "awrepl-windows-x64.exe", npm: { os: "win32", cpu: "x64" } },
 ];
+
+/** This machine's release file name (awrepl-linux-x64, ...), or null when no release target fits. */
+export function nativeReleaseFile(): string | null {
+  return RELEASE_TARGETS.find((t) => t.npm.os === process.platform && t.npm.cpu === process.arch)?.file ?? null;
+}
 
 /**
  * Compiles main.ts into `outfile`. Bun writes chunk source maps beside its output file (the binary
@@ -102,7 +117,6 @@ function buildRelease(): number {
   const dir = join(root, "dist", "release");
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  const sums: string[] = [];
   const failed: string[] = [];
   for (const { target, file } of RELEASE_TARGETS) {
     const out = join(dir, file);
@@ -113,17 +127,51 @@ function buildRelease(): number {
       console.error(`release: ${target} FAILED (could not build or fetch its runtime): ${reason}`);
       continue;
     }
-    const hash = createHash("sha256").update(readFileSync(out)).digest("hex");
-    sums.push(`${hash}  ${file}`);
     console.log(`release: ${file} (${mib(out)})`);
   }
-  writeFileSync(join(dir, "SHA256SUMS"), sums.length ? `${sums.join("\n")}\n` : "");
-  console.log(`release: ${sums.length}/${RELEASE_TARGETS.length} targets in dist/release/, sums in dist/release/SHA256SUMS`);
+  const listed = finishRelease(dir);
+  console.log(`release: ${RELEASE_TARGETS.length - failed.length}/${RELEASE_TARGETS.length} targets, ${listed.length} files in dist/release/ (sums in SHA256SUMS)`);
   if (failed.length) {
     console.error(`release: not built:\n  ${failed.join("\n  ")}`);
     return 1;
   }
   return 0;
+}
+
+/** The line of each installer that names its default version: the release copy names its own. */
+const INSTALLER_VERSION_LINES: Record<string, [string, (v: string) => string]> = {
+  "install.sh": ["DEFAULT_VERSION=latest ", (v) => `DEFAULT_VERSION=${v} `],
+  "install.ps1": ["} else { 'latest' }),", (v) => `} else { '${v}' }),`],
+};
+
+/**
+ * Completes a release directory that holds the executables (any of RELEASE_TARGETS' files): a .gz copy
+ * of each (gzip -9 by default: linux-x64 107 -> 50 MiB; xz would save 12 MiB more but take 10x longer
+ * and is not on every machine), the installers with this version as their default, and SHA256SUMS
+ * listing all of them. Returns the files listed. The tests make a release of the native executable
+ * with it (tests/packaging/release.ts), so what they install has exactly a release's shape.
+ */
+export function finishRelease(dir: string, options: { gzipLevel?: number } = {}): string[] {
+  const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
+  const sums: string[] = [];
+  for (const { file } of RELEASE_TARGETS) {
+    const out = join(dir, file);
+    if (!existsSync(out)) continue;
+    const bytes = readFileSync(out);
+    const gz = gzipSync(bytes, { level: options.gzipLevel ?? 9 });
+    writeFileSync(`${out}.gz`, gz);
+    sums.push(`${sha256(bytes)}  ${file}`, `${sha256(gz)}  ${file}.gz`);
+  }
+  const version = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string }).version;
+  for (const [script, [line, pinned]] of Object.entries(INSTALLER_VERSION_LINES)) {
+    const source = readFileSync(join(root, "install", script), "utf8");
+    if (!source.includes(line)) throw new Error(`install/${script} no longer has its default version line (${line.trim()})`);
+    const bytes = Buffer.from(source.replace(line, pinned(version)));
+    writeFileSync(join(dir, script), bytes, { mode: 0o755 });
+    sums.push(`${sha256(bytes)}  ${script}`);
+  }
+  writeFileSync(join(dir, "SHA256SUMS"), `${sums.join("\n")}\n`);
+  return sums.map((l) => l.slice(66));
 }
 
 /**

@@ -217,6 +217,8 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
   registerServeCommand(program, ctx, setExit);
   const { registerMcpCommands } = await import("./mcp_command.ts");
   registerMcpCommands(program, ctx, setExit, pythonFlag, VERSION);
+  const { registerCompletionCommands } = await import("./completion.ts");
+  registerCompletionCommands(program, ctx, VERSION);
 
   // A bad --session or --python is reported before any command runs, whether or not that command uses it.
   program.hook("preAction", () => {

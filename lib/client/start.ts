@@ -76,10 +76,15 @@ export async function stopAndWait(conn: SupervisorConnection, pid: number): Prom
 async function startAndConnect(layout: HomeLayout, env: NodeJS.ProcessEnv): Promise<SupervisorConnection> {
   ensurePrivateDir(layout.home);
   let exited: number | null = null;
+  let spawnError: { command: string; error: Error } | null = null;
   if (!startInProgress(layout)) {
-    const child = await spawnSupervisor(layout, env);
+    const { child, command } = await spawnSupervisor(layout, env);
     child.once("exit", (code) => {
       exited = code ?? 1;
+    });
+    // An executable that cannot be run at all (AWREPL_BIN naming no file): said now, not after the timeout.
+    child.once("error", (error) => {
+      spawnError = { command, error };
     });
   }
   const deadline = Date.now() + START_TIMEOUT_MS;
@@ -87,6 +92,10 @@ async function startAndConnect(layout: HomeLayout, env: NodeJS.ProcessEnv): Prom
   for (;;) {
     const conn = await SupervisorConnection.connect(layout);
     if (conn) return conn;
+    if (spawnError) {
+      const { command, error } = spawnError as { command: string; error: Error };
+      throw new AwreplError("supervisor_unreachable", `Cannot start the supervisor (${command}): ${error.message}`);
+    }
     // A starter that failed (not one that lost the race and exited 0) will not come back.
     if (exited !== null && exited !== 0) {
       throw new AwreplError("supervisor_unreachable", `The supervisor failed to start (exit ${exited}); see its log: ${layout.log}`);
@@ -107,11 +116,16 @@ function startInProgress(layout: HomeLayout): boolean {
   return lockHolder(layout.lock) !== null;
 }
 
-/** Starts the supervisor; node:child_process and node:url load only here, off the warm path. */
+/** Starts the supervisor; node:child_process, node:url and node:module load only here, off the warm path. */
 async function spawnSupervisor(layout: HomeLayout, env: NodeJS.ProcessEnv) {
-  const [{ spawn }, { fileURLToPath }] = await Promise.all([import("node:child_process"), import("node:url")]);
+  const [{ spawn }, { fileURLToPath }, { createRequire }] = await Promise.all([
+    import("node:child_process"),
+    import("node:url"),
+    import("node:module"),
+  ]);
   rotateLog(layout.log);
-  const [cmd, ...args] = supervisorCommand(env, fileURLToPath);
+  const require = createRequire(import.meta.url);
+  const [cmd, ...args] = supervisorCommand(env, { fileURLToPath, resolvePackage: (specifier) => require.resolve(specifier) });
   const log = openSync(layout.log, "a", 0o600);
   try {
     const child = spawn(cmd as string, args, {
@@ -121,9 +135,8 @@ async function spawnSupervisor(layout: HomeLayout, env: NodeJS.ProcessEnv) {
       env: { ...env, AWREPL_HOME: layout.home },
       windowsHide: true,
     });
-    child.on("error", () => {}); // reported through the poll's timeout, naming the log
     child.unref();
-    return child;
+    return { child, command: [cmd, ...args].join(" ") };
   } finally {
     closeSync(log);
   }
@@ -137,19 +150,52 @@ function rotateLog(log: string): void {
   }
 }
 
+/** The npm package that holds this platform's executable (an optional dependency of the `awrepl` package). */
+export function platformPackage(): string {
+  return `@awrepl/${process.platform}-${process.arch}`;
+}
+
+export type CommandLookup = {
+  fileURLToPath: (url: URL) => string;
+  /** require.resolve relative to this module: finds the platform package wherever npm, Deno or Bun put it. */
+  resolvePackage?: (specifier: string) => string;
+};
+
 /**
- * The command that runs this program's supervisor: the compiled executable itself, or under Bun
- * from source `bun main.ts`, or under Node the built binary next to the sources. AWREPL_BIN
- * overrides it (a library user under Node pointing at an installed awrepl).
+ * The command that runs this program's supervisor, the first found of: AWREPL_BIN; the compiled
+ * executable itself; the executable in this platform's npm package (the library installed from npm,
+ * under Node, Deno or Bun); in a checkout, `bun main.ts` under Bun, else the built dist/awrepl.
  */
-export function supervisorCommand(env: NodeJS.ProcessEnv, fileURLToPath: (url: URL) => string): string[] {
+export function supervisorCommand(env: NodeJS.ProcessEnv, lookup: CommandLookup): string[] {
   if (env.AWREPL_BIN) return [env.AWREPL_BIN, SUPERVISOR_SUBCOMMAND];
-  const here = import.meta.url;
   if (isCompiled()) return [process.execPath, SUPERVISOR_SUBCOMMAND];
-  if (typeof Bun !== "undefined") return [process.execPath, fileURLToPath(new URL("../../main.ts", here)), SUPERVISOR_SUBCOMMAND];
-  const built = fileURLToPath(new URL("../../dist/awrepl", here));
+  const exe = process.platform === "win32" ? "awrepl.exe" : "awrepl";
+  const packaged = packagedExecutable(exe, lookup.resolvePackage);
+  if (packaged) return [packaged, SUPERVISOR_SUBCOMMAND];
+  const here = import.meta.url;
+  const main = lookup.fileURLToPath(new URL("../../main.ts", here));
+  if (typeof Bun !== "undefined" && existsSync(main)) return [process.execPath, main, SUPERVISOR_SUBCOMMAND];
+  const built = lookup.fileURLToPath(new URL(`../../dist/${exe}`, here));
   if (existsSync(built)) return [built, SUPERVISOR_SUBCOMMAND];
-  throw new AwreplError("supervisor_unreachable", "Cannot find the awrepl executable to start the supervisor; set AWREPL_BIN");
+  throw new AwreplError(
+    "supervisor_unreachable",
+    `Cannot find the awrepl executable to start the supervisor: install ${platformPackage()} (npm installs it with awrepl ` +
+      "unless optional dependencies are omitted), or set AWREPL_BIN to an awrepl executable",
+  );
+}
+
+/** bin/awrepl of the platform package, when it is installed. */
+function packagedExecutable(exe: string, resolvePackage: CommandLookup["resolvePackage"]): string | null {
+  if (!resolvePackage) return null;
+  let manifest: string;
+  try {
+    manifest = resolvePackage(`${platformPackage()}/package.json`);
+  } catch {
+    return null; // not installed: a checkout, or optional dependencies omitted
+  }
+  // The package's directory: its package.json's, whatever the path separator.
+  const bin = `${manifest.slice(0, -"package.json".length)}bin/${exe}`;
+  return existsSync(bin) ? bin : null;
 }
 
 function sleep(ms: number): Promise<void> {

@@ -1,17 +1,21 @@
 // Which awrepl this is: the package version, the client <-> supervisor protocol version, and which
 // build of the executable (so a rebuilt binary of the same version is told apart in the log).
 import { statSync } from "node:fs";
-import { basename } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 
 /** Bumped whenever a client <-> supervisor message changes shape (docs/supervisor-protocol.md, "Versions"). */
 export const SUPERVISOR_PROTOCOL = 2;
 export const AWREPL_VERSION: string = pkg.version;
 
-/** True when running as the compiled awrepl executable (not `bun main.ts`, not a library under Node). */
+/**
+ * True when running as the compiled awrepl executable (not `bun main.ts`, not the library under Node,
+ * Deno or Bun). The compiled executable's modules (chunks included) live in Bun's embedded file
+ * system: file:///$bunfs/root/... (B:/~BUN/... on Windows). The name of process.execPath says nothing:
+ * Deno is `deno`, a Node may be `nodejs` or `node20`.
+ */
 export function isCompiled(): boolean {
   const here = import.meta.url;
-  return here.includes("$bunfs") || here.includes("~BUN") || !/^(bun|node)(\.exe)?$/i.test(basename(process.execPath));
+  return here.includes("$bunfs") || here.includes("~BUN");
 }
 
 let build: string | undefined;

@@ -4,7 +4,10 @@
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { ParseError } from "jsonc-parser";
-import { parse } from "jsonc-parser/lib/esm/impl/parser.js";
+// "#jsonc-parse" (package.json "imports"): under Bun (the executable, the sources) jsonc-parser's parser
+// module alone, which spares every start the package entry's formatter and editor; elsewhere the
+// package entry (Node's and Deno's loaders refuse that module: it imports './scanner' without an extension).
+import { parse } from "#jsonc-parse";
 import { AwreplError } from "../core/errors.ts";
 import { DEFAULTS, FIGURE_FORMATS, type FigureFormat, limitProblem, NUMBER_KEYS } from "../core/limits.ts";
 import { stateDir } from "./home.ts";
