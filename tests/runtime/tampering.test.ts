@@ -1,8 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { closeAll, Runtime } from "../harness/mod.ts";
+import { closeAll, Runtime, tempHome } from "../harness/mod.ts";
 
 afterEach(closeAll);
 
@@ -59,25 +58,30 @@ describe("user code tampering with builtins and modules", () => {
   });
 
   test("sys.stdout replaced, sys.modules entries removed: results, errors and snapshots still work", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "awrepl-tamper-"));
-    const rt = await Runtime.start();
-    await rt.exec("data = {'k': [1, 2]}");
-    const first = await rt.request({ type: "snapshot", path: join(dir, "a.pkl"), manifest_path: join(dir, "a.json") });
-    expect(first.done.status).toBe("ok");
-    const t = await rt.exec(
-      "import io, sys\nsys.stdout = io.StringIO()\nfor m in ('json', 'traceback', 'linecache', 'pickle', 'reprlib', '_ast'):\n    sys.modules[m] = None",
-    );
-    expect(t.done.status).toBe("ok");
-    expect((await rt.exec("data['k']")).result).toBe("[1, 2]");
-    const e = await rt.exec("x = 1\ny = undefined_name");
-    expect(e.error!.ename).toBe("NameError");
-    const s = await rt.request({ type: "snapshot", path: join(dir, "b.pkl"), manifest_path: join(dir, "b.json") });
-    expect(s.done.status).toBe("ok");
-    expect(s.done.saved).toContain("data");
-    expect(JSON.parse(readFileSync(join(dir, "b.json"), "utf8")).savedNames).toContain("data");
-    const v = await rt.request({ type: "variables" });
-    expect((v.done.variables as Record<string, string>).data).toBe("dict: {'k': [1, 2]}");
-    expect(rt.badLines).toEqual([]);
+    const tmp = tempHome("awrepl-tamper-");
+    const dir = tmp.home;
+    try {
+      const rt = await Runtime.start();
+      await rt.exec("data = {'k': [1, 2]}");
+      const first = await rt.request({ type: "snapshot", path: join(dir, "a.pkl"), manifest_path: join(dir, "a.json") });
+      expect(first.done.status).toBe("ok");
+      const t = await rt.exec(
+        "import io, sys\nsys.stdout = io.StringIO()\nfor m in ('json', 'traceback', 'linecache', 'pickle', 'reprlib', '_ast'):\n    sys.modules[m] = None",
+      );
+      expect(t.done.status).toBe("ok");
+      expect((await rt.exec("data['k']")).result).toBe("[1, 2]");
+      const e = await rt.exec("x = 1\ny = undefined_name");
+      expect(e.error!.ename).toBe("NameError");
+      const s = await rt.request({ type: "snapshot", path: join(dir, "b.pkl"), manifest_path: join(dir, "b.json") });
+      expect(s.done.status).toBe("ok");
+      expect(s.done.saved).toContain("data");
+      expect(JSON.parse(readFileSync(join(dir, "b.json"), "utf8")).savedNames).toContain("data");
+      const v = await rt.request({ type: "variables" });
+      expect((v.done.variables as Record<string, string>).data).toBe("dict: {'k': [1, 2]}");
+      expect(rt.badLines).toEqual([]);
+    } finally {
+      tmp.remove();
+    }
   });
 
   test("os.write and os.read replaced: the framing does not use them", async () => {
