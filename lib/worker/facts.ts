@@ -48,9 +48,9 @@ export function hostPidOf(root: number, nsPid: number): number | null {
   while (todo.length) {
     const pid = todo.shift() as number;
     try {
-      const m = /^NSpid:\s+(.*)$/m.exec(readFileSync(`/proc/${pid}/status`, "latin1"));
-      const inner = m?.[1]?.trim().split(/\s+/).at(-1);
-      if (Number(inner) === nsPid && m?.[1]?.trim().includes(" ")) return pid;
+      // "NSpid:\t13618\t2": its pid here, then in each nested pid namespace (the last: the innermost).
+      const ids = /^NSpid:\s+(.*)$/m.exec(readFileSync(`/proc/${pid}/status`, "latin1"))?.[1]?.trim().split(/\s+/) ?? [];
+      if (ids.length > 1 && Number(ids.at(-1)) === nsPid) return pid;
     } catch {
       // gone
     }

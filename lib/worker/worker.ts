@@ -12,7 +12,7 @@
 // Payloads stream both ways (payload.ts), and info() asks the worker for its own facts.
 import { type ChildProcess, spawn } from "node:child_process";
 import { AwreplError } from "../core/errors.ts";
-import { killGroup } from "../core/process.ts";
+import { killGroup, processAlive } from "../core/process.ts";
 import { LineSplitter } from "../wire/lines.ts";
 import { PipeWriter } from "../wire/pipe_writer.ts";
 import type { DoneEvent, ErrorEvent, IdRequest, ReadyEvent, RuntimeEvent, WorkerFacts } from "../protocol/runtime.ts";
@@ -87,6 +87,8 @@ export type HeartbeatOptions = {
 };
 
 export const DEFAULT_HEARTBEAT: HeartbeatOptions = { intervalMs: 1_000, timeoutMs: 5_000 };
+/** Requests the runtime's reader thread answers itself (not queued): they do not make a worker busy. */
+const ANSWERED_AT_ONCE = new Set<string>(["ping", "heartbeat", "info"]);
 /** A transport worker's in-band exit gets this long to end the far side before the transport is killed. */
 const TRANSPORT_GRACE_MS = 1_000;
 
@@ -96,6 +98,11 @@ type Pending = {
   handlers: RequestHandlers | undefined;
   /** Written after the process was gone: it never ran (see UndeliveredRequestError). */
   undelivered: boolean;
+  /**
+   * Sent while the heartbeat already went unanswered (a partition not yet declared): its silence is
+   * no sign of work in progress, so it does not hold off the declaration of a lost worker.
+   */
+  sentIntoSilence: boolean;
   resolve(done: DoneEvent): void;
   reject(err: Error): void;
 };
@@ -146,6 +153,8 @@ export class Worker {
   private stdinEnded = false;
   private heartbeatTimer: ReturnType<typeof setInterval> | null = null;
   private heartbeatTimeoutMs = 0;
+  /** Silence longer than this (two pings and a half unanswered) makes a request sent now suspect. */
+  private heartbeatSilenceMs = 0;
   /** When the worker last sent anything (the heartbeat's evidence that it is alive). */
   private lastHeardAt = Date.now();
   private resolveExited!: (exit: WorkerExit) => void;
@@ -232,7 +241,8 @@ export class Worker {
     if (this.state !== "ready") return Promise.reject(this.unavailable(body.type));
     const id = String(++this.nextId);
     return new Promise<DoneEvent>((resolve, reject) => {
-      const pending: Pending = { id, type: body.type, handlers, resolve, reject, undelivered: false };
+      const sentIntoSilence = this.heartbeatTimer !== null && Date.now() - this.lastHeardAt > this.heartbeatSilenceMs;
+      const pending: Pending = { id, type: body.type, handlers, resolve, reject, undelivered: false, sentIntoSilence };
       this.pending.set(id, pending);
       if (body.type === "execute" && this.active === null) this.active = pending;
       // Its exit seen (the rest of its output still on the way) or its stdin closed: the process is gone.
@@ -357,13 +367,16 @@ export class Worker {
 
   /**
    * Starts the heartbeat: the runtime's watchdog ends its process group after `timeoutMs` without a
-   * ping (even in a C loop), and here a worker with nothing pending that has sent nothing for
-   * `timeoutMs` is declared lost and its transport ended (a worker busy in C cannot answer: its
-   * request's own timeout covers that).
+   * ping (even in a C loop), and here a worker that has sent nothing for `timeoutMs` is declared lost
+   * and its transport ended, unless it is at work on a request it got while it was answering (a cell
+   * in a C loop cannot answer; that request's own timeout covers it). A request sent into a silence
+   * that had already lasted two and a half pings does not count as work: the next call after an
+   * unnoticed partition fails in seconds, named, instead of waiting for its timeout.
    */
   private startHeartbeat(options: HeartbeatOptions): void {
     if (this.heartbeatTimer || this.state !== "ready") return;
     this.heartbeatTimeoutMs = options.timeoutMs;
+    this.heartbeatSilenceMs = 2.5 * options.intervalMs;
     this.request({ type: "heartbeat", timeout_ms: options.timeoutMs }).catch(() => undefined);
     this.lastHeardAt = Date.now();
     this.heartbeatTimer = setInterval(() => this.beat(), options.intervalMs);
@@ -373,8 +386,7 @@ export class Worker {
   private beat(): void {
     if (this.state !== "ready") return;
     const silentMs = Date.now() - this.lastHeardAt;
-    const busy = [...this.pending.values()].some((p) => p.type !== "ping" && p.type !== "heartbeat");
-    if (!busy && silentMs > this.heartbeatTimeoutMs) {
+    if (!this.busyAtWork && silentMs > this.heartbeatTimeoutMs) {
       this.lose(`was lost: no answer to the heartbeat for ${Math.round(silentMs / 1000)} s (connection lost?)`);
       return;
     }
@@ -396,8 +408,11 @@ export class Worker {
 
   private onChannelEnd(): void {
     if (this.exit) return;
-    // The process may be exiting by itself: give its exit a moment to arrive first.
-    const timer = setTimeout(() => this.lose("closed its protocol channel (did a cell close the worker's file descriptors?) and was ended"), 50);
+    // The process may be exiting by itself (a crash closes the channel too): give its exit a moment
+    // to arrive, and blame the channel only on a process that still runs.
+    const timer = setTimeout(() => {
+      if (!this.exit && processAlive(this.pid)) this.lose("closed its protocol channel (did a cell close the worker's file descriptors?) and was ended");
+    }, 50);
     void this.exited.then(() => clearTimeout(timer));
   }
 
@@ -418,7 +433,7 @@ export class Worker {
     // A running request would hold the shutdown back: interrupt it first. Behind a transport, a busy
     // worker exits now instead (its cell may hold the GIL in C, where no interrupt lands; the far
     // side must not outlive the close), and a transport that lingers is killed after the grace.
-    const busy = [...this.pending.values()].some((p) => p.type !== "ping" && p.type !== "heartbeat");
+    const busy = this.busy;
     this.state = "closed";
     this.stopHeartbeat();
     this.failPending(new AwreplError("worker_closed", "The session was closed while this request was pending"));
@@ -442,6 +457,18 @@ export class Worker {
     clearTimeout(timer);
     if (!exitedInTime) this.kill();
     await this.exited;
+  }
+
+  /** A request other than the reader thread's own (ping, heartbeat, info) is pending: the worker is at work. */
+  private get busy(): boolean {
+    for (const p of this.pending.values()) if (!ANSWERED_AT_ONCE.has(p.type)) return true;
+    return false;
+  }
+
+  /** busy with a request the worker was answering when it went out: its silence may be a C loop. */
+  private get busyAtWork(): boolean {
+    for (const p of this.pending.values()) if (!ANSWERED_AT_ONCE.has(p.type) && !p.sentIntoSilence) return true;
+    return false;
   }
 
   private stopHeartbeat(): void {
@@ -649,7 +676,7 @@ export class Worker {
       // its in-band exit keeps its grace (killing it now could drop those bytes).
       if (this.pid > 0 && this.transportKill === null) killGroup(this.pid);
       const died = !spawnError && !this.readyWaiter;
-      if (died && !exit.reason) {
+      if (died && !exit.reason && !this.killedByUs) {
         const lost = transportFailure(this.argv, exit, this.output(), true);
         const reason = this.lostReason ?? (lost ? `was lost: ${lost}` : null);
         if (reason) exit.reason = reason;

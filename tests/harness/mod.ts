@@ -7,3 +7,4 @@ export * from "./procs.ts";
 export * from "./session.ts";
 export * from "./sshd.ts";
 export * from "./tmux.ts";
+export * from "./worker.ts";
