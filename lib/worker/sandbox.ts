@@ -67,18 +67,31 @@ const INSTALL_HINT = "install it with your package manager (Debian/Ubuntu: apt-g
 
 /** The bwrap to use, or an error that says how to get one (and that only Linux is supported). */
 export function findBwrap(env: NodeJS.ProcessEnv = process.env): string {
+  if (bwrapMemo && bwrapMemo.path === env.PATH && isExecutable(bwrapMemo.bwrap)) return bwrapMemo.bwrap;
+  const bwrap = lookUpBwrap(env);
+  bwrapMemo = { path: env.PATH, bwrap };
+  return bwrap;
+}
+
+let bwrapMemo: { path: string | undefined; bwrap: string } | null = null;
+
+function isExecutable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function lookUpBwrap(env: NodeJS.ProcessEnv): string {
   if (process.platform !== "linux") {
     throw new AwreplError("usage", `The sandbox needs Linux and bubblewrap; it is not available on ${process.platform} (macOS sandbox-exec is not supported)`);
   }
   for (const dir of (env.PATH ?? "").split(delimiter)) {
     if (!dir || !isAbsolute(dir)) continue;
     const path = join(dir, "bwrap");
-    try {
-      accessSync(path, constants.X_OK);
-      return path;
-    } catch {
-      // next
-    }
+    if (isExecutable(path)) return path;
   }
   throw new AwreplError("no_interpreter", `The sandbox needs bubblewrap, and bwrap is not on PATH: ${INSTALL_HINT}`);
 }
@@ -138,8 +151,9 @@ export function sandboxLaunch(profile: SandboxProfile, ctx: SandboxContext): San
   // (--remount-ro is not recursive).
   const hidden: string[] = [];
   const readOnlyLater: string[] = [];
-  for (const dir of HIDDEN_DIRS) {
-    if (!existsSync(dir) || hidden.some((h) => under(dir, h))) continue;
+  const system = systemPaths();
+  for (const dir of system.hiddenDirs) {
+    if (hidden.some((h) => under(dir, h))) continue;
     a.push("--tmpfs", dir);
     hidden.push(dir);
     if (!WRITABLE_HIDDEN.includes(dir) && dir !== home) readOnlyLater.push(dir);
@@ -149,10 +163,10 @@ export function sandboxLaunch(profile: SandboxProfile, ctx: SandboxContext): San
     hidden.push(home);
   }
   // Secret files root could read otherwise (uid 0 inside is uid 0 to file permissions).
-  for (const file of HIDDEN_FILES.flatMap(expandGlob)) a.push("--ro-bind", "/dev/null", file);
+  for (const file of system.hiddenFiles) a.push("--ro-bind", "/dev/null", file);
   // DNS with the network: /etc/resolv.conf may point into the hidden /run (systemd-resolved).
   if (profile.network) {
-    const resolvConf = real("/etc/resolv.conf");
+    const resolvConf = system.resolvConf;
     if (resolvConf && hidden.some((h) => under(resolvConf, h))) a.push("--ro-bind", resolvConf, resolvConf);
   }
   // The interpreter, when a hidden directory holds it (pyenv under /root, a venv under /home).
@@ -203,6 +217,21 @@ export function sandboxLaunch(profile: SandboxProfile, ctx: SandboxContext): San
   for (const d of readOnlyLater) a.push("--remount-ro", d);
   a.push("--chdir", cwd, "--");
   return { prefix: a, runtimePath, env: sandboxEnv(ctx.env, profile.env) };
+}
+
+/**
+ * What exists of the system-wide hidden paths. They change about never (a new ssh host key), yet a
+ * sandboxed session's start looks them up to compare its spare's command line: a few seconds' memory
+ * saves most of that start's file system calls (the cwd's own secrets are always looked up afresh).
+ */
+const SYSTEM_PATHS_TTL_MS = 5_000;
+let systemMemo: { at: number; hiddenDirs: string[]; hiddenFiles: string[]; resolvConf: string | null } | null = null;
+
+function systemPaths(): NonNullable<typeof systemMemo> {
+  const now = Date.now();
+  if (systemMemo && now - systemMemo.at < SYSTEM_PATHS_TTL_MS) return systemMemo;
+  systemMemo = { at: now, hiddenDirs: HIDDEN_DIRS.filter((d) => existsSync(d)), hiddenFiles: HIDDEN_FILES.flatMap(expandGlob), resolvConf: real("/etc/resolv.conf") };
+  return systemMemo;
 }
 
 function under(path: string, dir: string): boolean {

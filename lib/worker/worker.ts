@@ -89,6 +89,9 @@ export type HeartbeatOptions = {
 export const DEFAULT_HEARTBEAT: HeartbeatOptions = { intervalMs: 1_000, timeoutMs: 5_000 };
 /** Requests the runtime's reader thread answers itself (not queued): they do not make a worker busy. */
 const ANSWERED_AT_ONCE = new Set<string>(["ping", "heartbeat", "info"]);
+/** After the channel's EOF, how long the process may take to exit by itself before it counts as cut off. */
+const CHANNEL_END_LOCAL_MS = 50;
+const CHANNEL_END_TRANSPORT_MS = 1_000;
 /** A transport worker's in-band exit gets this long to end the far side before the transport is killed. */
 const TRANSPORT_GRACE_MS = 1_000;
 
@@ -301,12 +304,13 @@ export class Worker {
 
   /** The one way awrepl ends the process (see kill()). */
   private stop(): void {
-    if (this.exit) return;
-    if (this.kind !== "transport" || !this.ready?.capabilities.includes("exit_now")) {
+    if (this.exit || this.transportKill !== null) return; // an in-band exit under way keeps its grace
+    // Nothing to say in band (not a transport, a runtime without exit_now, or stdin closed already
+    // and its grace spent, as after close()): the local process group goes now.
+    if (this.kind !== "transport" || !this.ready?.capabilities.includes("exit_now") || this.stdinEnded) {
       killGroup(this.pid, this.child);
       return;
     }
-    if (this.transportKill !== null) return;
     this.exitNow();
     this.transportKill = setTimeout(() => killGroup(this.pid, this.child), TRANSPORT_GRACE_MS);
   }
@@ -408,11 +412,12 @@ export class Worker {
 
   private onChannelEnd(): void {
     if (this.exit) return;
-    // The process may be exiting by itself (a crash closes the channel too): give its exit a moment
-    // to arrive, and blame the channel only on a process that still runs.
+    // The process may be exiting by itself (a crash closes the channel too; ssh first hears the far
+    // side's exit status): give its exit a moment to arrive, and blame the channel only on a process
+    // that still runs after it.
     const timer = setTimeout(() => {
       if (!this.exit && processAlive(this.pid)) this.lose("closed its protocol channel (did a cell close the worker's file descriptors?) and was ended");
-    }, 50);
+    }, this.kind === "transport" ? CHANNEL_END_TRANSPORT_MS : CHANNEL_END_LOCAL_MS);
     void this.exited.then(() => clearTimeout(timer));
   }
 
