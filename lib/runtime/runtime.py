@@ -1815,6 +1815,8 @@ def _on_line(line):
     if t == "host_reply":
         return _host_reply(rid, msg.get("data"))
     if t == "data":
+        if rid is None:
+            return _protocol_error(None, "a data request needs the string id of its restore")
         return _feed_inbound(rid, msg.get("data"))
     if t == "ping":
         _beat(b".")

@@ -57,6 +57,25 @@ describe("a worker over ssh", () => {
     expect(await sshd.waitForNoFarProcesses(5_000)).toEqual([]);
   });
 
+  test("a C loop longer than the heartbeat's timeout is not mistaken for a silent host", async () => {
+    const interpreter = await resolveInterpreter({ python: sshd.python(PYTHON), home: tmp.home });
+    const launch = await runtimeLaunch(tmp.home, interpreter);
+    const w = await Worker.start({ argv: launch.argv, stdinPreamble: launch.stdinPreamble, kind: launch.kind, heartbeat: { intervalMs: 300, timeoutMs: 1_500 } });
+    try {
+      const far = w.ready?.pid as number;
+      const spin = w.request({ type: "execute", code: "sum(range(10**12))" }).catch((err: Error) => err);
+      await Bun.sleep(4_000); // over two timeouts: the pings pile up unread over there, which counts
+      expect(w.state).toBe("ready");
+      expect(sshd.farProcesses().some((p) => p.pid === far)).toBe(true);
+      w.kill();
+      expect(String(await spin)).toContain("killed by awrepl");
+    } finally {
+      w.kill();
+      await w.exited;
+    }
+    expect(await sshd.waitForNoFarProcesses(5_000)).toEqual([]);
+  });
+
   test("a spare whose connection went silent is not handed out: its ping fails, it is ended", async () => {
     const spares = new SpareWorkers();
     try {

@@ -151,6 +151,26 @@ describe("a named session over ssh", () => {
     }));
 });
 
+describe("a cell that closes the worker's file descriptors (issue 15 item 8)", () => {
+  test("closerange(3, 1024) leaves the session working; closing every fd is a death reported at once, even with --timeout 0", () =>
+    withHome(async (home) => {
+      expect((await run(["-s", "fds", "run", "kept = 1"], { home })).code).toBe(0);
+      const usual = await run(["-s", "fds", "run", "import os\nos.closerange(3, 1024)\nkept + 1"], { home });
+      expect(usual.code).toBe(0);
+      expect(usual.stdout.trim()).toBe("2");
+      const t0 = performance.now();
+      const all = await run(["-s", "fds", "run", "--timeout", "0", "--json", "import os, time\nos.closerange(3, os.sysconf('SC_OPEN_MAX'))\ntime.sleep(600)"], { home, timeoutMs: 20_000 });
+      const ms = performance.now() - t0;
+      const result = JSON.parse(all.stdout) as { status: string; stderr: string };
+      expect(result.status).toBe("died");
+      expect(all.code).toBe(125);
+      expect(ms).toBeLessThan(10_000); // not the cell's 600 s: said as soon as the channel closed
+      const next = await run(["-s", "fds", "run", "1 + 1"], { home });
+      expect(next.code).toBe(0);
+      expect(next.stdout.trim()).toBe("2");
+    }));
+});
+
 describe("a sandboxed session (library)", () => {
   let tmp: ReturnType<typeof tempHome>;
   let cwd: string;
