@@ -92,7 +92,7 @@ Interrupts: the reader thread SIGINTs the main thread (a SIGINT sent to the proc
 does the same). Exit and cleanup: the runtime leads a process group of its own (it
 calls setpgid when it was started inside another's: behind ssh, bwrap, docker exec);
 stdin EOF means shutdown, and a watchdog process ends the group 2 s later whatever
-runs (0.5 s when the reader never saw the EOF: a C loop holds the GIL), when the
+runs (0.5 s when the reader never saw the EOF and we spin: a C loop holds the GIL), when the
 runtime exits, and on heartbeat silence. The protocol fds sit high (just under the
 soft NOFILE limit, at most 2047), out of reach of a cell's os.closerange(3, 1024).
 Environment: AWREPL_INTERRUPT_FALLBACK=1 forces the no-pthread_kill (Windows)
@@ -1888,8 +1888,10 @@ def _reader():
 # pipe: our reader thread writes "." per ping, "E" when it sees stdin's EOF, "H<ms>;" to set the
 # heartbeat deadline (0: off). It needs no GIL of ours, so it acts while a cell spins in C:
 # - we exit: it kills what is left of our process group (the cells' children), when we own it;
-# - stdin hangs up: "E" must follow within `stuck` s (else our reader is stuck behind the GIL and
-#   nobody will ever read a request again: the group is killed now), then `grace` s for the
+# - stdin hangs up: "E" must follow within `stuck` s, else, if we spent at least half of that time on
+#   the CPU (our CPU time from /proc), our reader is stuck behind a C loop holding the GIL and nobody
+#   will ever read a request again: the group is killed now; without the "E" but idle (a starved
+#   reader on a loaded machine, or no /proc to tell) we get the grace too. Then `grace` s for the
 #   shutdown before the group is killed;
 # - heartbeat on: no "." and no growth of the unread bytes in stdin (FIONREAD: pings piling up
 #   behind a stuck reader prove the host is alive) for the deadline: the group is killed.
@@ -1903,15 +1905,19 @@ _WATCHDOG = (
     "  elif not gone:os.kill(pid,9)\n"
     " except OSError:pass\n"
     " os._exit(0)\n"
+    "def cpu():\n"
+    " try:\n"
+    "  f=open('/proc/%d/stat'%pid).read().rsplit(')',1)[1].split();return (int(f[11])+int(f[12]))/os.sysconf('SC_CLK_TCK')\n"
+    " except Exception:return None\n"
     "def unread():\n"
     " try:\n"
     "  import fcntl,termios,array;b=array.array('i',[0]);fcntl.ioctl(3,termios.FIONREAD,b,True);return b[0]\n"
     " except Exception:return -1\n"
     "p=select.poll();p.register(3,H);p.register(4,H);p.register(5,select.POLLIN|H)\n"
-    "hb=0.0;last=time.monotonic();seen=-2;eof=None;saw=False;buf=b''\n"
+    "hb=0.0;last=time.monotonic();seen=-2;eof=None;saw=False;slow=False;c0=None;buf=b''\n"
     "while 1:\n"
     " now=time.monotonic()\n"
-    " if eof is not None:w=eof+(grace if saw else stuck)-now\n"
+    " if eof is not None:w=eof+(grace if saw or slow else stuck)-now\n"
     " elif hb:w=min(0.25,hb/4)\n"
     " else:w=None\n"
     " e=dict(p.poll(None if w is None else max(0,int(w*1000)+1)))\n"
@@ -1930,9 +1936,14 @@ _WATCHDOG = (
     "   if c==b'.':last=now\n"
     "   elif c==b'E':saw=True\n"
     "   buf=buf[1:]\n"
-    " if e.get(3) and eof is None:eof=now;p.unregister(3)\n"
+    " if e.get(3) and eof is None:eof=now;c0=cpu();p.unregister(3)\n"
     " if eof is not None:\n"
-    "  if now-eof>=(grace if saw else stuck):end()\n"
+    "  if saw or slow:\n"
+    "   if now-eof>=grace:end()\n"
+    "  elif now-eof>=stuck:\n"
+    "   c1=cpu()\n"
+    "   if c0 is None or c1 is None or c1-c0<(now-eof)/2:slow=True\n"
+    "   else:end()\n"
     "  continue\n"
     " if hb:\n"
     "  n=unread()\n"
