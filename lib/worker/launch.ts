@@ -52,11 +52,14 @@ export async function runtimeLaunch(home: string, interpreter: Interpreter, opti
   };
 }
 
+/** sandbox.ts, loaded on the first sandboxed launch (it is not on any other path). */
+let sandboxModule: Promise<typeof import("./sandbox.ts")> | undefined;
+
 async function sandboxedLaunch(home: string, interpreter: Interpreter, profile: SandboxProfile, options: LaunchOptions): Promise<Launch> {
   if (!interpreter.local) {
     throw new AwreplError("usage", `The sandbox runs a local interpreter; ${JSON.stringify(interpreter.command)} is a command line (isolate a remote worker on its own side)`);
   }
-  const { sandboxLaunch } = await import("./sandbox.ts");
+  const { sandboxLaunch } = await (sandboxModule ??= import("./sandbox.ts"));
   const pyc = options.bytecode === false ? null : await runtimeBytecode(home, interpreter);
   const file = pyc ?? (await runtimeFile(home));
   const env = options.env ?? process.env;

@@ -240,7 +240,7 @@ function under(path: string, dir: string): boolean {
 
 function real(path: string): string | null {
   try {
-    return realpathSync(path);
+    return lstatSync(path, { throwIfNoEntry: false }) ? realpathSync(path) : null; // a missing path: no exception
   } catch {
     return null;
   }
@@ -268,9 +268,11 @@ function isDir(p: string): boolean {
 /** What is at `p` itself (a link is not followed), or null when nothing is. */
 function entryAt(p: string): "dir" | "file" | "link" | "other" | null {
   try {
-    const st = lstatSync(p);
+    // No exception for a missing path: most of the ~40 looked up per start are missing.
+    const st = lstatSync(p, { throwIfNoEntry: false });
+    if (!st) return null;
     return st.isSymbolicLink() ? "link" : st.isDirectory() ? "dir" : st.isFile() ? "file" : "other";
   } catch {
-    return null;
+    return null; // not a directory on the way (ENOTDIR), no permission
   }
 }

@@ -165,14 +165,15 @@ async function sandboxStartFigures(home: string, rounds: number): Promise<Figure
   }
   // New named sessions taking a warm spare, as the supervisor's sessions do.
   const spares = new SpareWorkers(4);
+  const options = (sandbox: boolean) => ({ python: PYTHON, home, cwd: home, spares, sandbox: sandbox ? {} : undefined });
   try {
-    for (const sandbox of [false, true]) {
-      const options = { python: PYTHON, home, cwd: home, spares, sandbox: sandbox ? {} : undefined };
-      await (await ReplSession.start("warm", options)).close(); // fills the spare for this key
-      for (let i = 0; i < rounds; i++) {
-        await waitForSpares(spares, sandbox ? 2 : 1);
+    // One spare per key (local, sandboxed), then interleaved rounds, each taking a ready spare.
+    for (const sandbox of [false, true]) await (await ReplSession.start("warm", options(sandbox))).close();
+    for (let i = 0; i < rounds * 2; i++) {
+      for (const sandbox of [false, true]) {
+        await waitForSpares(spares, 2);
         const t = performance.now();
-        const s = await ReplSession.start(`s${i}`, options);
+        const s = await ReplSession.start(`s${i}`, options(sandbox));
         const r = await s.execute("1 + 1");
         (sandbox ? out.sandboxSpare! : out.localSpare!).push(performance.now() - t);
         if (r.status !== "ok") throw new Error(`first cell: ${r.exception}`);
