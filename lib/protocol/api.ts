@@ -3,6 +3,21 @@
 import type { DisplayItem, ExecResult, RestoreReport } from "./result.ts";
 import type { InspectInfo, NameFailure } from "./runtime.ts";
 
+/**
+ * The `--sandbox` profile (Linux, bubblewrap): no network, the filesystem read-only except the
+ * session's cwd and a private /tmp and $HOME, home secrets hidden, new pid namespace and session, the
+ * environment reduced to an allowlist (PATH, HOME, LANG, LC_*, TERM, TZ, NO_COLOR, VIRTUAL_ENV,
+ * PYTHON*). Each field widens it. Part of a session's spec: a re-created session gets the same sandbox.
+ */
+export type SandboxProfile = {
+  /** Keep the host's network (`--sandbox-net`). */
+  network?: boolean;
+  /** Extra writable paths (each must exist). */
+  writable?: string[];
+  /** Extra environment variable names passed through (`--env NAME`); their values never go on a command line. */
+  env?: string[];
+};
+
 export type SessionOptions = {
   /** Per-cell timeout in ms; 0 means none. Default 30 000. */
   timeoutMs?: number;
@@ -23,6 +38,8 @@ export type SessionOptions = {
    * worker death goes back to the state before the cell that caused it (docs/persistence.md).
    */
   autosave?: boolean;
+  /** Run the worker in a sandbox (Linux: bubblewrap on PATH); see SandboxProfile. Local interpreters only. */
+  sandbox?: SandboxProfile;
 };
 
 export type ExecuteOptions = {

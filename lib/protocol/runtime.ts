@@ -20,19 +20,49 @@ export type ExecuteRequest = {
 };
 export type InterruptRequest = { type: "interrupt"; id?: string };
 export type HostReplyRequest = { type: "host_reply"; id: string; data: Record<string, unknown> };
+/**
+ * Either `path` + `manifest_path` (the worker writes both files itself: a local worker), or, an awrepl
+ * addition, `to: "host"`: the payload streams back as `data` events (never whole in the worker's
+ * memory) and the `done` carries its size, sha256 and the manifest for the host to write
+ * (remote and sandboxed workers, which cannot write the host's state directory).
+ */
 export type SnapshotRequest = {
   type: "snapshot";
   id: string;
-  path: string;
-  manifest_path: string;
+  path?: string;
+  manifest_path?: string;
+  to?: "host";
   max_bytes?: number;
   max_variable_bytes?: number;
+  /** Path mode only (a payload sent to the host may not be kept, so nothing is pruned). */
   prune_oversized?: boolean;
+  /** With `to: "host"`: raw bytes per `data` event (default 256 KiB, at most 16 MiB). */
+  chunk_bytes?: number;
 };
-export type RestoreRequest = { type: "restore"; id: string; path: string };
+/**
+ * Either `path` (the worker reads the file), or, an awrepl addition, `from: "host"` with the payload's
+ * exact size in `bytes` (the host caps it first: the worker allocates it) and optionally its sha256;
+ * the payload follows in `data` requests carrying this request's id.
+ */
+export type RestoreRequest = { type: "restore"; id: string; path?: string; from?: "host"; bytes?: number; sha256?: string };
+/** awrepl addition, no done, not queued: the next piece (base64) of restore `id`'s payload. */
+export type DataRequest = { type: "data"; id: string; data: string };
 export type ListNamesRequest = { type: "list_names"; id: string };
 export type SignaturesRequest = { type: "signatures"; id: string; modules?: string[] };
-export type ShutdownRequest = { type: "shutdown"; id?: string };
+/**
+ * Queued, `done` only with an id. awrepl addition: `now: true` is not queued and gets no done: the
+ * process exits at once and its process group (the cells' children) is killed.
+ */
+export type ShutdownRequest = { type: "shutdown"; id?: string; now?: true };
+/** awrepl addition, not queued: a heartbeat for the watchdog; with an id, a `done` with `time`. */
+export type PingRequest = { type: "ping"; id?: string };
+/**
+ * awrepl addition, not queued: from now on, no ping (and no growth of the unread bytes on stdin) for
+ * `timeout_ms` ends the worker's process group, even in a C loop; 0 turns it off. `done` + `watchdog`.
+ */
+export type HeartbeatRequest = { type: "heartbeat"; id: string; timeout_ms: number };
+/** awrepl addition, not queued: the worker's own facts (`done` + `facts`), also while a cell runs. */
+export type InfoRequest = { type: "info"; id: string };
 // awrepl's additions, answered in their `done`.
 export type VariablesRequest = { type: "variables"; id: string };
 export type InspectRequest = { type: "inspect"; id: string; name: string };
@@ -53,10 +83,14 @@ export type RuntimeRequest =
   | InspectRequest
   | ResetRequest
   | CompleteRequest
-  | IsCompleteRequest;
+  | IsCompleteRequest
+  | DataRequest
+  | PingRequest
+  | HeartbeatRequest
+  | InfoRequest;
 
-/** Requests that get exactly one `done` (the ones carrying an id). */
-export type IdRequest = Exclude<RuntimeRequest, InterruptRequest | HostReplyRequest | ShutdownRequest>;
+/** Requests that get exactly one `done` (the ones carrying an id; a ping gets one when it has an id). */
+export type IdRequest = Exclude<RuntimeRequest, InterruptRequest | HostReplyRequest | ShutdownRequest | DataRequest>;
 
 // ---------------------------------------------------------------------------------------------
 // Runtime protocol v3: runtime -> host events (one JSON object per line on the private fd)
@@ -76,6 +110,8 @@ export type DisplayEvent = {
 };
 export type HostRequestEvent = { event: "host_request"; id: string; data: Record<string, unknown> };
 export type ErrorEvent = { event: "error"; id: string | null; ename: string; evalue: string; traceback: string[] };
+/** awrepl addition: the next piece (base64) of snapshot `id`'s payload (`to: "host"`), `seq` from 0. */
+export type DataEvent = { event: "data"; id: string; seq: number; data: string };
 
 export type NameFailure = { name: string; reason: string };
 
@@ -91,6 +127,9 @@ export type DoneEvent = {
   skipped?: NameFailure[] | string[];
   pruned?: string[];
   bytes?: number;
+  /** snapshot to "host": the payload's sha256 (hex) and the manifest the host writes beside it. */
+  sha256?: string;
+  manifest?: WireManifest;
   // restore
   restored?: string[];
   failed?: NameFailure[];
@@ -109,6 +148,12 @@ export type DoneEvent = {
   indent?: string;
   // execute: display entries past max_display_entries, not shipped
   display_dropped?: number;
+  // heartbeat: false when no watchdog runs (nothing enforces the heartbeat then)
+  watchdog?: boolean;
+  // ping with an id: the worker's clock (seconds since the epoch)
+  time?: number;
+  // info
+  facts?: WorkerFacts;
 };
 
 export type RuntimeEvent =
@@ -118,7 +163,8 @@ export type RuntimeEvent =
   | DisplayEvent
   | HostRequestEvent
   | ErrorEvent
-  | DoneEvent;
+  | DoneEvent
+  | DataEvent;
 
 /** What `inspect` reports about one name; fields appear as they apply to the value. */
 export type InspectInfo = {
@@ -139,4 +185,44 @@ export type InspectInfo = {
   shape?: string;
   dtype?: string;
   [extra: string]: unknown;
+};
+
+/** The manifest a snapshot to "host" reports in its `done` (the file a path-mode snapshot writes). */
+export type WireManifest = {
+  version: number;
+  savedNames: string[];
+  skipped: NameFailure[];
+  pruned: string[];
+  bytes: number;
+  pythonVersion: string;
+  /** Seconds since the epoch. */
+  timestamp: number;
+  serializer: "dill" | "pickle";
+  serializers: Record<string, "dill" | "pickle">;
+  support: string[];
+};
+
+/** What `info` answers: facts measured where the worker runs (null where the platform has no answer). */
+export type WorkerFacts = {
+  /** The runtime's pid in its own pid namespace (2 inside bwrap; the far side's over ssh). */
+  pid: number;
+  ppid?: number;
+  pgid?: number;
+  /** Whether the runtime leads its process group (its cells' children end with it). */
+  own_group: boolean;
+  uid?: number;
+  /** os.uname().nodename: the far side's host name over ssh. */
+  host: string | null;
+  cwd: string | null;
+  /** Resident memory and its peak, in bytes (/proc/self/status; peak only from getrusage elsewhere). */
+  rss: number | null;
+  peak_rss: number | null;
+  python: string;
+  executable: string;
+  prefix: string;
+  base_prefix: string;
+  /** Whether the watchdog process runs (it enforces the heartbeat and ends the group on exit). */
+  watchdog: boolean;
+  /** The request running now, if any. */
+  busy: { id: string; type: string } | null;
 };

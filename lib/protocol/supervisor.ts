@@ -115,8 +115,12 @@ export type RequestOf<T extends RequestType> = Extract<ClientRequest, { type: T 
 /** One row of `sessions`: wire names, as `sessions --json` prints them. */
 export type SessionInfo = {
   name: string;
+  /** The worker's pid on this machine; over ssh or in a container, its pid on the far side (see host). */
   pid: number | null;
+  /** The host name the worker runs on (its own os.uname()), null when unknown. */
+  host: string | null;
   python: string;
+  /** The worker's working directory, as the worker reports it. */
   cwd: string;
   state: "idle" | "busy";
   /** Calls waiting behind the running one. */

@@ -24,11 +24,32 @@ Requests (host -> runtime); (+) marks awrepl's additions to protocol v3:
     {"type":"snapshot","id":ID,"path":STR,"manifest_path":STR,
      "max_bytes":INT?,"max_variable_bytes":INT?,"prune_oversized":BOOL?}
                                          done + saved, skipped, pruned, bytes
+  + {"type":"snapshot","id":ID,"to":"host","max_bytes":INT?,"max_variable_bytes":INT?,
+     "chunk_bytes":INT?}                       the payload streams back as data events (never
+                                               whole in memory here); done + saved, skipped,
+                                               pruned [], bytes, sha256, manifest {...}
     {"type":"restore","id":ID,"path":STR}      done + restored, failed
+  + {"type":"restore","id":ID,"from":"host","bytes":INT,"sha256":HEX?}
+                                               exactly `bytes` bytes follow in data requests;
+                                               done as for a path
+  + {"type":"data","id":ID,"data":B64}         no done, not queued: the next piece of restore
+                                               ID's payload
     {"type":"list_names","id":ID}              done + names
     {"type":"signatures","id":ID,"modules":[STR]?}
                                          done + calls, failed, digest
     {"type":"shutdown","id":ID?}               done only when it carries an id
+  + {"type":"shutdown","now":true}             no done, not queued: the process exits at once
+                                               and its group (the cells' children) is killed;
+                                               send it, then close stdin (a C loop holding the
+                                               GIL: the watchdog ends it 0.5 s after the hang-up)
+  + {"type":"ping","id":ID?}                   not queued: a heartbeat; with an id, done + time
+  + {"type":"heartbeat","id":ID,"timeout_ms":INT}
+                                               not queued: done + watchdog BOOL; afterwards no
+                                               ping (nor growth of unread stdin) for timeout_ms
+                                               ends the process group, even in a C loop; 0 = off
+  + {"type":"info","id":ID}                    not queued: done + facts {pid, ppid, pgid,
+                                               own_group, uid, host, cwd, rss, peak_rss, python,
+                                               executable, prefix, base_prefix, watchdog, busy}
   + {"type":"variables","id":ID}               done + variables {name: "type: repr"}
   + {"type":"inspect","id":ID,"name":STR}      done + info {type, repr, doc, ...};
                                                unknown name: status error + reason
@@ -46,6 +67,7 @@ Events (runtime -> host):
     {"event":"host_request","id":STR,"data":OBJ}
     {"event":"error","id":STR|null,"ename":STR,"evalue":STR,"traceback":[STR]}
     {"event":"done","id":STR,"status":"ok"|"error", ...per request above, "reason":STR?}
+  + {"event":"data","id":STR,"seq":INT,"data":B64}   the next piece of snapshot ID's payload
 
 A malformed line gets an error event with ename "ProtocolError" (id null, or the
 request's id plus a failed done when the id is readable); the runtime keeps serving.
@@ -61,7 +83,7 @@ Sections, in file order (each opens with a ``# ----`` banner):
     The loop         the asyncio loop, created lazily; request dispatch
     Namespace        the user namespace and the ``awrepl`` module (emit, host_request)
     Rich display     display(), the Jupyter repr protocol, matplotlib inline, IPython.display hooks
-    Reader thread    reading requests, interrupts, the EOF watchdog
+    Reader thread    reading requests, interrupts, ping, heartbeat, exit now; the watchdog
     Introspection    variables, inspect, reset, list_names
     Editing help     complete, is_complete
     Signatures       the published-call index and the call-shape remedies drawn from it
@@ -69,9 +91,14 @@ Sections, in file order (each opens with a ``# ----`` banner):
     Start-up         main(), the serve loop, exit
 
 Interrupts: the reader thread SIGINTs the main thread (a SIGINT sent to the process
-does the same); stdin EOF means shutdown, and a watchdog process ends us 2 s later
-whatever runs. Environment: AWREPL_INTERRUPT_FALLBACK=1 forces the no-pthread_kill
-(Windows) interrupt path; AWREPL_NO_WATCHDOG=1 disables the watchdog.
+does the same). Exit and cleanup: the runtime leads a process group of its own (it
+calls setpgid when it was started inside another's: behind ssh, bwrap, docker exec);
+stdin EOF means shutdown, and a watchdog process ends the group 2 s later whatever
+runs (0.5 s when the reader never saw the EOF and we spin: a C loop holds the GIL), when the
+runtime exits, and on heartbeat silence. The protocol fds sit high (just under the
+soft NOFILE limit, at most 2047), out of reach of a cell's os.closerange(3, 1024).
+Environment: AWREPL_INTERRUPT_FALLBACK=1 forces the no-pthread_kill (Windows)
+interrupt path; AWREPL_NO_WATCHDOG=1 disables the watchdog.
 """
 
 import os
@@ -89,7 +116,8 @@ _os_write = os.write
 _os_exit = os._exit
 
 PROTOCOL = 3
-CAPABILITIES = ["signatures", "variables", "inspect", "reset", "complete", "is_complete", "snapshot"]
+CAPABILITIES = ["signatures", "variables", "inspect", "reset", "complete", "is_complete", "snapshot",
+                "exit_now", "heartbeat", "info", "snapshot_stream"]
 
 # The remote bootstrap: no single quotes, no backslashes, no dollar signs, so a host can
 # put it inside '...' for a remote shell unchanged.
@@ -111,6 +139,43 @@ _req_fd = -1
 # Channels (only os-level work before `ready`: every import here is start-up latency)
 # ---------------------------------------------------------------------------------------------
 
+# The runtime's private fds (the protocol channel, the pump pipes, the watchdog's pipes) sit at the
+# top of the fd table, just under the soft NOFILE limit and at most FD_CEILING - 1, close-on-exec:
+# a cell's os.close(3) or os.closerange(3, 1024) (daemonising code, "close inherited fds") then
+# does not cut the channel, and a file the cell opens never lands on a protocol fd. (Code that
+# closes every fd up to the limit still cuts it: the host sees the channel's EOF as a death.)
+FD_CEILING = 2048  # a higher fd would grow the kernel's fd table for nothing
+_fd_next = [0]
+
+
+def _move_high(fd):
+    """Returns a close-on-exec duplicate of fd at the highest free slot, closing fd; fd itself
+    when the limit leaves no room above the fds in use."""
+    top = _fd_next[0]
+    if top == 0:
+        try:
+            top = min(os.sysconf("SC_OPEN_MAX"), FD_CEILING) - 1
+        except (AttributeError, ValueError, OSError):
+            top = 255
+    while top > fd + 16:
+        target = top
+        top -= 1
+        try:
+            os.fstat(target)
+            continue  # taken (an fd inherited from the parent)
+        except OSError:
+            pass
+        try:
+            os.dup2(fd, target, inheritable=False)
+        except OSError:
+            continue
+        os.close(fd)
+        _fd_next[0] = top
+        return target
+    _fd_next[0] = top if top > 0 else -1
+    return fd
+
+
 class _Pump(object):
     """One fd (1 or 2) redirected into a pipe; the pump thread drains it to stdout/stderr events."""
 
@@ -120,8 +185,8 @@ class _Pump(object):
         self.chan = chan
         r, w = os.pipe()
         os.dup2(w, fd)  # fd 1/2 become the pipe's write end (inheritable: subprocesses write here)
-        self.rfd = r
-        self.wfd = w  # private write end: fence markers, and keeps the pipe alive if fd is closed
+        self.rfd = _move_high(r)
+        self.wfd = _move_high(w)  # private write end: fence markers, keeps the pipe alive if fd is closed
         self.seen = 0  # fence markers seen by the pump thread
         self.busy = False
         self.wake = _thread.allocate_lock()
@@ -134,8 +199,8 @@ class _Pump(object):
 
 def _setup_fds():
     global _proto_fd, _req_fd
-    _proto_fd = os.dup(1)
-    _req_fd = os.dup(0)
+    _proto_fd = _move_high(os.dup(1))
+    _req_fd = _move_high(os.dup(0))
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.close(null)
@@ -1320,6 +1385,8 @@ def _finish(r, extra=None, status=None):
         msg["display_dropped"] = _dcell.dropped
     _live_cell = None
     r.done = True
+    if _inbound:
+        _inbound.pop(r.id, None)  # a restore that never ran (interrupted while queued)
     data = _frame(msg) if r.id is not None else b""
     if r.result is not None:
         data = r.result + data
@@ -2179,7 +2246,14 @@ _watchdog_started = False
 _keep = []  # fds that must stay open for the process's lifetime
 
 
+_DATA_HEAD = b'{"type":"data","id":"'
+
+
 def _on_line(line):
+    """Reader thread: one request line. interrupt, host_reply, data, ping, heartbeat, info and
+    `shutdown now` are handled here, at once, also while a request runs; the rest is queued."""
+    if line.startswith(_DATA_HEAD) and _data_line(line):
+        return
     line = line.strip()
     if not line:
         return
@@ -2200,9 +2274,27 @@ def _on_line(line):
         return _interrupt(rid)
     if t == "host_reply":
         return _host_reply(rid, msg.get("data"))
+    if t == "data":
+        if rid is None:
+            return _protocol_error(None, "a data request needs the string id of its restore")
+        return _feed_inbound(rid, msg.get("data"))
+    if t == "ping":
+        _beat(b".")
+        if rid is not None:
+            _send({"event": "done", "id": rid, "status": "ok", "time": _time()})
+        return
+    if t == "shutdown" and msg.get("now") is True:
+        return _exit_now()
     if rid is None and t != "shutdown":
         return _protocol_error(None, "request of type %r needs a string id" % (t,))
-    _enqueue(_Req(msg))
+    if t == "heartbeat":
+        return _heartbeat(rid, msg.get("timeout_ms"))
+    if t == "info":
+        return _send({"event": "done", "id": rid, "status": "ok", "facts": _facts()})
+    r = _Req(msg)
+    if t == "restore" and msg.get("from") == "host":
+        _open_inbound(r)  # the payload's data lines may arrive while another request runs
+    _enqueue(r)
 
 
 def _reader():
@@ -2241,57 +2333,182 @@ def _reader():
                     _protocol_error(None, "bad request: %s: %s" % (type(e).__name__, _safe_str(e)))
                 except Exception:
                     pass
-    # stdin closed: equivalent to shutdown, and the process is gone soon whatever runs.
+    # stdin closed: equivalent to shutdown, and the process is gone soon whatever runs. The
+    # watchdog learns that we saw the EOF (without this byte it ends us 0.5 s after the hang-up:
+    # a reader that cannot see the EOF is stuck behind a C loop holding the GIL).
+    _beat(b"E")
+    _fail_inbound("stdin closed before the restore payload arrived")
     _enqueue(_Req({"type": "shutdown"}))
     _sleep(EOF_GRACE)
     _os_exit(0)
 
 
-# The stdin watchdog, run as `python -S -I -c _WATCHDOG parent_pid grace`: fd 3 is our stdin, fd 4 a
-# pipe whose write end only we hold. It sleeps in poll(); stdin's hang-up starts the grace period,
-# our exit (fd 4 hangs up) ends it; at the end of the grace it SIGKILLs us.
+# The watchdog, run as `python -S -I -c _WATCHDOG pid grace own_group stuck`: fd 3 is our request
+# pipe (stdin), fd 4 a pipe whose write end only we hold (its hang-up: we are gone), fd 5 the beat
+# pipe: our reader thread writes "." per ping, "E" when it sees stdin's EOF, "H<ms>;" to set the
+# heartbeat deadline (0: off). It needs no GIL of ours, so it acts while a cell spins in C:
+# - we exit: it kills what is left of our process group (the cells' children), when we own it;
+# - stdin hangs up: "E" must follow within `stuck` s, else, if we spent at least half of that time on
+#   the CPU (our CPU time from /proc), our reader is stuck behind a C loop holding the GIL and nobody
+#   will ever read a request again: the group is killed now; without the "E" but idle (a starved
+#   reader on a loaded machine, or no /proc to tell) we get the grace too. Then `grace` s for the
+#   shutdown before the group is killed;
+# - heartbeat on: no "." and no growth of the unread bytes in stdin (FIONREAD: pings piling up
+#   behind a stuck reader prove the host is alive) for the deadline: the group is killed.
 _WATCHDOG = (
-    "import os,select,sys\n"
-    "h=select.POLLHUP|select.POLLERR|select.POLLNVAL|getattr(select,'POLLRDHUP',0)\n"
-    "p=select.poll();p.register(3,h);p.register(4,h)\n"
-    "e=dict(p.poll())\n"
-    "if e.get(3) and not e.get(4):\n"
-    " p.unregister(3)\n"
-    " if not p.poll(int(float(sys.argv[2])*1000)):os.kill(int(sys.argv[1]),9)\n"
+    "import os,select,sys,time\n"
+    "a=sys.argv;pid=int(a[1]);grace=float(a[2]);grp=a[3]=='1';stuck=float(a[4])\n"
+    "H=select.POLLHUP|select.POLLERR|select.POLLNVAL|getattr(select,'POLLRDHUP',0)\n"
+    "def end(gone=False):\n"
+    " try:\n"
+    "  if grp:os.killpg(pid,9)\n"
+    "  elif not gone:os.kill(pid,9)\n"
+    " except OSError:pass\n"
+    " os._exit(0)\n"
+    "def cpu():\n"
+    " try:\n"
+    "  f=open('/proc/%d/stat'%pid).read().rsplit(')',1)[1].split();return (int(f[11])+int(f[12]))/os.sysconf('SC_CLK_TCK')\n"
+    " except Exception:return None\n"
+    "def unread():\n"
+    " try:\n"
+    "  import fcntl,termios,array;b=array.array('i',[0]);fcntl.ioctl(3,termios.FIONREAD,b,True);return b[0]\n"
+    " except Exception:return -1\n"
+    "p=select.poll();p.register(3,H);p.register(4,H);p.register(5,select.POLLIN|H)\n"
+    "hb=0.0;last=time.monotonic();seen=-2;eof=None;saw=False;slow=False;c0=None;buf=b''\n"
+    "while 1:\n"
+    " now=time.monotonic()\n"
+    " if eof is not None:w=eof+(grace if saw or slow else stuck)-now\n"
+    " elif hb:w=min(0.25,hb/4)\n"
+    " else:w=None\n"
+    " e=dict(p.poll(None if w is None else max(0,int(w*1000)+1)))\n"
+    " now=time.monotonic()\n"
+    " if e.get(4):end(True)\n"
+    " if e.get(5):\n"
+    "  d=os.read(5,4096)\n"
+    "  if not d:end(True)\n"
+    "  buf+=d\n"
+    "  while buf:\n"
+    "   c=buf[:1]\n"
+    "   if c==b'H':\n"
+    "    i=buf.find(b';')\n"
+    "    if i<0:break\n"
+    "    hb=int(buf[1:i] or 0)/1000.0;last=now;buf=buf[i+1:];continue\n"
+    "   if c==b'.':last=now\n"
+    "   elif c==b'E':saw=True\n"
+    "   buf=buf[1:]\n"
+    " if e.get(3) and eof is None:eof=now;c0=cpu();p.unregister(3)\n"
+    " if eof is not None:\n"
+    "  if saw or slow:\n"
+    "   if now-eof>=grace:end()\n"
+    "  elif now-eof>=stuck:\n"
+    "   c1=cpu()\n"
+    "   if c0 is None or c1 is None or c1-c0<(now-eof)/2:slow=True\n"
+    "   else:end()\n"
+    "  continue\n"
+    " if hb:\n"
+    "  n=unread()\n"
+    "  if n!=seen:seen=n;last=now\n"
+    "  if now-last>=hb:end()\n"
 )
+EOF_STUCK = 0.5
 
 
 def _start_watchdog():
-    """A helper process that kills us when stdin hangs up and we have not exited in time.
+    """A helper process that ends us (and our group) when the host is gone and we cannot see it.
 
     The reader thread handles EOF itself, but it needs the GIL, and a cell stuck in a C loop
     (sum(range(10**12))) never releases it; the helper needs no GIL. It is a fresh interpreter
     (python -S -I), not a fork of this one: a fork would come to hold a private copy of every page
     we touch afterwards. It is started through `sh -c '... &'` so it is not our child: a cell's
-    os.wait() never meets it.
+    os.wait() never meets it. It stays in our process group (the last thing it kills is itself).
+    Returns whether it runs.
     """
-    global _watchdog_started
-    _watchdog_started = True
-    exe = sys.executable
-    if (not hasattr(os, "posix_spawn") or not exe or not os.path.exists("/bin/sh")
-            or os.environ.get("AWREPL_NO_WATCHDOG")):
-        return
-    alive_r, alive_w = os.pipe()  # alive_w stays here, close-on-exec: HUP on alive_r = we are gone
-    actions = [(os.POSIX_SPAWN_DUP2, _req_fd, 3), (os.POSIX_SPAWN_DUP2, alive_r, 4),
-               (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-               (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
-               (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)]
-    argv = ["/bin/sh", "-c", '"$@" &', "sh", exe, "-S", "-I", "-c", _WATCHDOG,
-            str(os.getpid()), str(EOF_GRACE + 0.4)]
+    global _watchdog_started, _beat_w
+    with _wd_lock:  # the reader (heartbeat) and the main thread (first request) may both start it
+        if _watchdog_started:
+            return _beat_w >= 0
+        _watchdog_started = True
+        exe = sys.executable
+        if (not hasattr(os, "posix_spawn") or not exe or not os.path.exists("/bin/sh")
+                or os.environ.get("AWREPL_NO_WATCHDOG")):
+            return False
+        # alive_w stays here, close-on-exec: HUP on alive_r = we are gone. All four high before the
+        # spawn: its dup2 actions target fds 3-5, which a low pipe fd could be (and be overwritten).
+        alive_r, alive_w = [_move_high(fd) for fd in os.pipe()]
+        beat_r, beat_w = [_move_high(fd) for fd in os.pipe()]
+        if min(_req_fd, alive_r, beat_r) <= 5:  # no room up high (a tiny NOFILE limit): no watchdog
+            for fd in (alive_r, alive_w, beat_r, beat_w):
+                os.close(fd)
+            return False
+        actions = [(os.POSIX_SPAWN_DUP2, _req_fd, 3), (os.POSIX_SPAWN_DUP2, alive_r, 4),
+                   (os.POSIX_SPAWN_DUP2, beat_r, 5),
+                   (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                   (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                   (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)]
+        argv = ["/bin/sh", "-c", '"$@" &', "sh", exe, "-S", "-I", "-c", _WATCHDOG,
+                str(os.getpid()), str(EOF_GRACE + 0.4), "1" if _own_group else "0", str(EOF_STUCK)]
+        try:
+            pid = os.posix_spawn("/bin/sh", argv, dict(os.environ), file_actions=actions)
+        except OSError:
+            os.close(alive_w)
+            os.close(beat_w)
+            return False
+        finally:
+            os.close(alive_r)
+            os.close(beat_r)
+        os.set_blocking(beat_w, False)  # a full beat pipe drops beats, never blocks the reader
+        _keep.append(alive_w)
+        _beat_w = beat_w
+        _sh_pids.append(pid)  # reaped before any cell runs: a cell's os.wait() must never meet it
+        return True
+
+
+_wd_lock = _thread.allocate_lock()
+_beat_w = -1
+_own_group = False
+
+
+def _take_group():
+    """Become the leader of a process group of our own, so our cells' children can be ended with
+    us. The host's spawn already does it for a local worker; one behind ssh, bwrap or `docker exec`
+    may be a member of someone else's group. Not when stdin is a terminal: a background group
+    reading it would be stopped (someone running runtime.py by hand)."""
+    global _own_group
     try:
-        pid = os.posix_spawn("/bin/sh", argv, dict(os.environ), file_actions=actions)
-    except OSError:
-        os.close(alive_w)
-        return
-    finally:
-        os.close(alive_r)
-    _keep.append(alive_w)
-    _sh_pids.append(pid)  # reaped before any cell runs: a cell's os.wait() must never meet it
+        if os.getpgid(0) != _pid and not os.isatty(0):
+            os.setpgid(0, 0)
+        _own_group = os.getpgid(0) == _pid
+    except (AttributeError, OSError):
+        _own_group = False
+
+
+def _beat(b):
+    if _beat_w >= 0:
+        try:
+            _os_write(_beat_w, b)
+        except OSError:
+            pass
+
+
+def _exit_now():
+    """Reader thread: shutdown now. The watchdog (fd 4 hangs up) kills what is left of our group;
+    without one, we kill the group ourselves, last."""
+    if _beat_w < 0 and _own_group:
+        try:
+            os.killpg(_pid, 9)
+        except OSError:
+            pass
+    _os_exit(0)
+
+
+def _heartbeat(rid, timeout_ms):
+    """Reader thread: (re)arm the watchdog's heartbeat deadline; 0 turns it off."""
+    if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0:
+        return _send({"event": "done", "id": rid, "status": "error",
+                      "reason": "heartbeat needs a non-negative integer timeout_ms, got %r" % (timeout_ms,)})
+    ok = _start_watchdog()
+    _beat(("H%d;" % timeout_ms).encode())
+    _send({"event": "done", "id": rid, "status": "ok", "watchdog": ok})
 
 
 _sh_pids = []
@@ -2304,6 +2521,7 @@ def _reap_sh():
             os.waitpid(_sh_pids.pop(), 0)
         except OSError:
             pass
+
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2530,6 +2748,45 @@ def _h_reset(r):
 @_handler("list_names")
 def _h_list_names(r):
     return {"names": _user_names()}
+
+
+def _facts():
+    """Reader thread (`info`): the facts `sessions` shows about the worker, measured where it runs
+    (behind ssh or bwrap the host only sees its transport's process). Answered mid-cell too, with
+    `busy` naming the running request."""
+    f = {"pid": _pid, "own_group": _own_group, "host": None, "cwd": None, "rss": None,
+         "peak_rss": None, "python": "%d.%d.%d" % sys.version_info[:3], "executable": sys.executable,
+         "prefix": sys.prefix, "base_prefix": getattr(sys, "base_prefix", sys.prefix),
+         "watchdog": _beat_w >= 0, "busy": None}
+    try:
+        f["ppid"] = os.getppid()
+        f["pgid"] = os.getpgid(0)
+        f["uid"] = os.getuid()
+        f["host"] = os.uname().nodename
+    except (AttributeError, OSError):
+        pass
+    try:
+        f["cwd"] = os.getcwd()
+    except OSError:
+        pass
+    try:
+        with open("/proc/self/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"VmRSS:"):
+                    f["rss"] = int(line.split()[1]) * 1024
+                elif line.startswith(b"VmHWM:"):
+                    f["peak_rss"] = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        try:
+            import resource
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            f["peak_rss"] = peak if sys.platform == "darwin" else peak * 1024
+        except Exception:
+            pass
+    a = _active
+    if a is not None:
+        f["busy"] = {"id": a.id, "type": a.type}
+    return f
 
 
 # ---------------------------------------------------------------------------------------------
@@ -3077,17 +3334,170 @@ def _restore_rank(name):
     return (1, 0)
 
 
+# Restore payloads sent by the host (restore "from": "host"): the reader thread collects the data
+# requests into a buffer of the declared size, the restore handler waits for it on the main thread.
+_inbound = {}
+
+
+class _Inbound(object):
+    __slots__ = ("req", "expected", "buf", "got", "error", "ready")
+
+    def __init__(self, req, expected):
+        self.req = req
+        self.expected = expected
+        self.buf = bytearray(expected)  # the host's declared size; the host enforces the snapshot cap
+        self.got = 0
+        self.error = None
+        self.ready = _thread.allocate_lock()
+        self.ready.acquire()  # released once every byte (or an error) is in
+
+
+def _open_inbound(r):
+    expected = r.msg.get("bytes")
+    if isinstance(expected, bool) or not isinstance(expected, int) or expected < 0:
+        return  # the handler refuses the request
+    try:
+        ib = _Inbound(r, expected)
+    except MemoryError:
+        ib = _Inbound(r, 0)
+        ib.error = "no memory for a payload of %d bytes" % expected
+    _inbound[r.id] = ib
+    if ib.error is not None or expected == 0:
+        ib.ready.release()
+
+
+def _data_line(line):
+    """A data request in the exact shape hosts write ({"type":"data","id":"ID","data":"B64"}),
+    fed without decoding it as UTF-8 and JSON (a restore's payload is mostly these lines).
+    False for any other shape: the line then takes the general path."""
+    q = line.find(b'"', len(_DATA_HEAD))
+    if q < 0 or not line.startswith(b',"data":"', q + 1) or not line.endswith(b'"}'):
+        return False
+    rid = line[len(_DATA_HEAD):q]
+    if b"\\" in rid:
+        return False
+    _feed_inbound(rid.decode("utf-8", "replace"), line[q + 10:-2])
+    return True
+
+
+def _feed_inbound(rid, data):
+    """Reader thread: the next piece of restore rid's payload."""
+    ib = _inbound.get(rid)
+    if ib is None:
+        return
+    if ib.req.done:  # interrupted before it ran: its buffer goes now, the rest of its pieces too
+        _inbound.pop(rid, None)
+        return
+    if ib.error is not None or not ib.ready.locked():
+        return  # failed or complete: the rest is dropped
+    try:
+        piece = _imp("binascii").a2b_base64(data)
+    except (TypeError, ValueError) as e:
+        ib.error = "a data piece is not base64: %s" % e
+        ib.ready.release()
+        return
+    end = ib.got + len(piece)
+    if end > ib.expected:
+        ib.error = "the host sent %d bytes, more than the %d declared" % (end, ib.expected)
+        ib.buf = None
+        ib.ready.release()
+        return
+    ib.buf[ib.got:end] = piece  # preallocated: no regrowth copies
+    ib.got = end
+    if end == ib.expected:
+        ib.ready.release()
+
+
+def _fail_inbound(reason):
+    for ib in list(_inbound.values()):
+        if ib.ready.locked():
+            ib.error = reason
+            ib.ready.release()
+
+
+SNAPSHOT_CHUNK = 1 << 18  # raw bytes per data event (350 KB of base64)
+SNAPSHOT_CHUNK_MAX = 1 << 24
+
+
+def _snapshot_manifest(saved, skipped, pruned, size, kind, kinds, support):
+    return {"version": SNAPSHOT_FORMAT, "savedNames": saved, "skipped": skipped, "pruned": pruned,
+            "bytes": size, "pythonVersion": "%d.%d.%d" % sys.version_info[:3],
+            "timestamp": _time(), "serializer": kind, "serializers": kinds,
+            "support": sorted(support)}
+
+
+class _DataStream(object):
+    """A file for pickle.Pickler: ships what it is given as data events of `chunk` raw bytes
+    (base64), so the payload is never held whole here; counts and hashes it. An interrupt lands
+    between two pieces (the host then drops what it received)."""
+
+    def __init__(self, r, chunk):
+        self.req = r
+        self.head = ('{"event":"data","id":%s,"seq":' % _esc_ascii(r.id)).encode("ascii")
+        self.b64 = _imp("binascii").b2a_base64
+        self.chunk = chunk
+        self.buf = bytearray()
+        self.seq = 0
+        self.bytes = 0
+        self.hash = _imp("hashlib").sha256()
+
+    def write(self, b):
+        mv = memoryview(b).cast("B")  # a big bytes object pickle hands over as is: sliced, not copied
+        n = len(mv)
+        c = self.chunk
+        i = 0
+        if self.buf or n < c:
+            i = min(c - len(self.buf), n)
+            self.buf += mv[:i]
+            if len(self.buf) < c:
+                return n
+            self._ship(self.buf)
+            self.buf = bytearray()
+        while n - i >= c:
+            self._ship(mv[i:i + c])
+            i += c
+        if i < n:
+            self.buf += mv[i:]
+        return n
+
+    def _ship(self, piece):
+        _checkpoint(self.req)
+        self.hash.update(piece)
+        self.bytes += len(piece)
+        frame = b"".join((self.head, b"%d" % self.seq, b',"data":"',
+                          self.b64(piece, newline=False), b'"}\n'))
+        self.seq += 1
+        _write_event(frame)
+
+    def close(self):
+        if self.buf:
+            self._ship(self.buf)
+            self.buf = bytearray()
+
+    @property
+    def sha256(self):
+        return self.hash.hexdigest()
+
+
 @_handler("snapshot")
 def _h_snapshot(r):
     pickle = _imp("pickle")
     path = r.msg.get("path")
     manifest_path = r.msg.get("manifest_path")
-    if not isinstance(path, str) or not path or not isinstance(manifest_path, str) or not manifest_path:
-        raise _RequestFailed("snapshot needs string 'path' and 'manifest_path'")
+    to_host = r.msg.get("to") == "host"
+    prune = bool(r.msg.get("prune_oversized"))
+    if to_host:
+        if prune:
+            raise _RequestFailed("prune_oversized needs a path: a payload sent to the host may not be kept")
+        chunk = _int_field(r, "chunk_bytes") or SNAPSHOT_CHUNK
+        if chunk > SNAPSHOT_CHUNK_MAX:
+            raise _RequestFailed("chunk_bytes must be at most %d, got %d" % (SNAPSHOT_CHUNK_MAX, chunk))
+    elif not isinstance(path, str) or not path or not isinstance(manifest_path, str) or not manifest_path:
+        raise _RequestFailed("snapshot needs string 'path' and 'manifest_path' (or 'to': 'host')")
     max_bytes = _int_field(r, "max_bytes")
     max_var = _int_field(r, "max_variable_bytes")
-    _check_manifest_target(manifest_path)  # before anything is written
-    prune = bool(r.msg.get("prune_oversized"))
+    if not to_host:
+        _check_manifest_target(manifest_path)  # before anything is written
     codec = _Codec()
     saved, skipped, pruned, blobs, support, kinds = [], [], [], {}, {}, {}
     deps = {}  # name -> the cell classes its value refers to by name
@@ -3133,13 +3543,19 @@ def _h_snapshot(r):
     blobs = dict((n, blobs[n]) for n in order)
     support = dict((n, support[n]) for n in sorted(support, key=_restore_rank))
     kind = "dill" if "dill" in kinds.values() else "pickle"  # what a restore needs
-    payload = pickle.dumps({"format": SNAPSHOT_FORMAT, "serializer": kind, "names": blobs,
-                            "serializers": kinds, "support": support},
-                           protocol=pickle.HIGHEST_PROTOCOL)
-    manifest = {"version": SNAPSHOT_FORMAT, "savedNames": saved, "skipped": skipped, "pruned": pruned,
-                "bytes": len(payload), "pythonVersion": "%d.%d.%d" % sys.version_info[:3],
-                "timestamp": _time(), "serializer": kind, "serializers": kinds,
-                "support": sorted(support)}
+    outer = {"format": SNAPSHOT_FORMAT, "serializer": kind, "names": blobs,
+             "serializers": kinds, "support": support}
+    if to_host:
+        out = _DataStream(r, chunk)
+        pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(outer)
+        support_names = list(support)
+        del outer, blobs, support
+        out.close()
+        manifest = _snapshot_manifest(saved, skipped, pruned, out.bytes, kind, kinds, support_names)
+        return {"saved": saved, "skipped": skipped, "pruned": [], "bytes": out.bytes,
+                "sha256": out.sha256, "manifest": manifest}
+    payload = pickle.dumps(outer, protocol=pickle.HIGHEST_PROTOCOL)
+    manifest = _snapshot_manifest(saved, skipped, pruned, len(payload), kind, kinds, support)
     try:
         _atomic_write(path, payload)
     except OSError as e:
@@ -3153,19 +3569,44 @@ def _h_snapshot(r):
     return {"saved": saved, "skipped": skipped, "pruned": pruned, "bytes": len(payload)}
 
 
+def _receive_payload(r):
+    """Main thread: wait (interruptibly) until the reader has collected the payload of restore r."""
+    ib = _inbound.get(r.id)
+    if ib is None:
+        raise _RequestFailed("restore from the host needs a non-negative integer 'bytes'", restored=[], failed=[])
+    try:
+        while not ib.ready.acquire(True, 0.05):
+            _checkpoint(r)
+    finally:
+        _inbound.pop(r.id, None)  # later pieces (an interrupted restore) are dropped
+    if ib.error is not None:
+        raise _RequestFailed("cannot read snapshot <from host>: %s" % ib.error, restored=[], failed=[])
+    want = r.msg.get("sha256")
+    if isinstance(want, str) and want:
+        got = _imp("hashlib").sha256(ib.buf).hexdigest()
+        if got != want.lower():
+            raise _RequestFailed("corrupt snapshot <from host>: sha256 %s, expected %s" % (got, want),
+                                 restored=[], failed=[])
+    return ib.buf
+
+
 @_handler("restore")
 def _h_restore(r):
     pickle = _imp("pickle")
     path = r.msg.get("path")
-    if not isinstance(path, str) or not path:
-        raise _RequestFailed("restore needs a string 'path'")
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        return {"restored": [], "failed": [], "reason": "snapshot not found"}
-    except OSError as e:
-        raise _RequestFailed("cannot read snapshot %s: %s" % (path, e.strerror or e), restored=[], failed=[])
+    if r.msg.get("from") == "host":
+        path = "<from host>"
+        raw = _receive_payload(r)
+    elif not isinstance(path, str) or not path:
+        raise _RequestFailed("restore needs a string 'path' (or 'from': 'host' and 'bytes')")
+    else:
+        try:
+            with open(path, "rb") as f:
+                raw = f.read()
+        except FileNotFoundError:
+            return {"restored": [], "failed": [], "reason": "snapshot not found"}
+        except OSError as e:
+            raise _RequestFailed("cannot read snapshot %s: %s" % (path, e.strerror or e), restored=[], failed=[])
     try:
         payload = pickle.loads(raw)
         default_kind = payload["serializer"]
@@ -3236,8 +3677,18 @@ _contextvars = None
 
 
 def _after_fork_in_child():
-    global _forked, _serving, _live_cell, _bid, _bsize
+    global _forked, _serving, _live_cell, _bid, _bsize, _beat_w, _proto_fd, _req_fd
     _forked = True
+    # A forked child (multiprocessing) must not keep our channels open after we are gone: the
+    # watchdog and the host learn of our exit by their hang-up.
+    for fd in _keep + [_beat_w, _proto_fd, _req_fd]:
+        if fd >= 0:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    del _keep[:]
+    _beat_w = _proto_fd = _req_fd = -1
     _serving = False
     _live_cell = None  # nothing batches in the child: every write takes the raw path
     _bid = None
@@ -3249,6 +3700,7 @@ def main():
     global _signal
     import _signal
     _signal.signal(_signal.SIGINT, _on_sigint)  # first: a SIGINT during start-up is ignored, not fatal
+    _take_group()
     pumps = _setup_fds()
     version = "%d.%d.%d" % sys.version_info[:3]
     _write_all(('{"event":"ready","protocol":%d,"python":"%s","capabilities":[%s],"pid":%d}\n'

@@ -27,6 +27,7 @@ import type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, Snaps
 import type { SpareWorkers } from "../worker/spare.ts";
 import { type RequestHandlers, UndeliveredRequestError, type Worker, type WorkerListeners } from "../worker/worker.ts";
 import { startSessionWorker, type WorkerSpec } from "./worker_start.ts";
+import { type WorkerFactsReport, workerFacts } from "../worker/facts.ts";
 
 export { manifestPath } from "./snapshot_files.ts";
 
@@ -116,7 +117,7 @@ export class ReplSession implements Session {
     this.autosave = options.autosave ?? false;
     this.snapshotMaxBytes = options.snapshotMaxBytes ?? DEFAULTS.snapshotMaxBytes;
     this.snapshotMaxVariableBytes = options.snapshotMaxVariableBytes ?? DEFAULTS.snapshotMaxVariableBytes;
-    this.spec = { home, interpreter, cwd: this.cwd, env, spares: options.spares ?? null };
+    this.spec = { home, interpreter, cwd: this.cwd, env, spares: options.spares ?? null, sandbox: options.sandbox ?? null };
     const kept = options.keepDisplayFiles ?? false;
     this.displays = new DisplayFiles(
       displayFolder(home, id, kept),
@@ -185,6 +186,11 @@ export class ReplSession implements Session {
       startedAt: this.startedAt,
       lastActiveAt: this.lastActiveAt,
     };
+  }
+
+  /** The worker's own facts (pid, host, cwd, RSS where it runs: Worker.info()), or null without a live worker. */
+  workerFacts(timeoutMs?: number): Promise<WorkerFactsReport | null> {
+    return this.slot.state === "ready" ? workerFacts(this.slot.worker, timeoutMs) : Promise.resolve(null);
   }
 
   /** `onRawOutput` (not part of Session) gets live output undecoded: the supervisor forwards it as is. */

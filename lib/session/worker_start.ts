@@ -3,6 +3,7 @@
 // start); then, a little later, the spare refilled for the next session.
 import { rmSync } from "node:fs";
 import { AwreplError } from "../core/errors.ts";
+import type { SandboxProfile } from "../protocol/api.ts";
 import type { Interpreter } from "../worker/interpreter.ts";
 import { type Launch, runtimeLaunch } from "../worker/launch.ts";
 import { type SpareWorkers, spareKey } from "../worker/spare.ts";
@@ -15,6 +16,8 @@ export type WorkerSpec = {
   cwd: string;
   env: NodeJS.ProcessEnv;
   spares: SpareWorkers | null;
+  /** Run the worker under bubblewrap with this profile (SessionOptions.sandbox). */
+  sandbox?: SandboxProfile | null;
 };
 
 /** How long after a session's worker is ready its replacement spare is started. */
@@ -25,9 +28,10 @@ const SPARE_DELAY_MS = 100;
  * once it keeps the worker (a session closed meanwhile does not).
  */
 export async function startSessionWorker(spec: WorkerSpec, listeners: WorkerListeners): Promise<{ worker: Worker; refillSpare(): void }> {
-  let launch = await runtimeLaunch(spec.home, spec.interpreter);
+  const launchOptions = { sandbox: spec.sandbox, cwd: spec.cwd, env: spec.env };
+  let launch = await runtimeLaunch(spec.home, spec.interpreter, launchOptions);
   const spares = spec.spares;
-  let worker = spares ? await spares.take(spareKey(launch.argv, spec.cwd, spec.env)) : null;
+  let worker = spares ? await spares.take(keyOf(spec, launch)) : null;
   if (worker) {
     worker.setListeners(listeners);
   } else {
@@ -38,7 +42,7 @@ export async function startSessionWorker(spec: WorkerSpec, listeners: WorkerList
       // out: drop it and start from the source.
       if (!launch.bytecode || !(err instanceof AwreplError) || err.code !== "no_interpreter") throw err;
       rmSync(launch.bytecode, { force: true });
-      launch = await runtimeLaunch(spec.home, spec.interpreter, { bytecode: false });
+      launch = await runtimeLaunch(spec.home, spec.interpreter, { ...launchOptions, bytecode: false });
       worker = await Worker.start(workerOptions(spec, launch, listeners));
     }
   }
@@ -47,12 +51,18 @@ export async function startSessionWorker(spec: WorkerSpec, listeners: WorkerList
     if (!spares) return;
     // The next session (or this one's next worker) takes a warm spare, started a little later: a
     // spawn costs the host 1-5 ms of synchronous work, which must not delay this session's first cell.
-    const timer = setTimeout(() => spares.fill(spareKey(used.argv, spec.cwd, spec.env), () => Worker.start(workerOptions(spec, used, {}))), SPARE_DELAY_MS);
+    const timer = setTimeout(() => spares.fill(keyOf(spec, used), () => Worker.start(workerOptions(spec, used, {}))), SPARE_DELAY_MS);
     timer.unref?.();
   };
   return { worker, refillSpare };
 }
 
+/** A spare fits when its command line, directory, environment and sandbox profile all match. */
+function keyOf(spec: WorkerSpec, launch: Launch): string {
+  return spareKey(launch.argv, spec.cwd, launch.env ?? spec.env, spec.sandbox ? JSON.stringify(spec.sandbox) : "");
+}
+
 function workerOptions(spec: WorkerSpec, launch: Launch, listeners: WorkerListeners): WorkerOptions {
-  return { argv: launch.argv, label: spec.interpreter.command, stdinPreamble: launch.stdinPreamble, cwd: spec.cwd, env: spec.env, ...listeners };
+  const label = spec.sandbox ? `${spec.interpreter.command} (sandboxed)` : spec.interpreter.command;
+  return { argv: launch.argv, label, stdinPreamble: launch.stdinPreamble, cwd: spec.cwd, env: launch.env ?? spec.env, kind: launch.kind, ...listeners };
 }

@@ -117,7 +117,7 @@ function dispatch(host: RequestHost, client: ClientConnection, request: Exclude<
     case "close_all":
       return later(closeAllSessions(host, request.keep === true));
     case "list":
-      return ok(sessions.list());
+      return later(sessions.list());
     case "status":
       return ok(host.status());
     default:

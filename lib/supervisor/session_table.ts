@@ -13,6 +13,9 @@ import type { ExecResult } from "../protocol/result.ts";
 import type { CollectValue, RequestId, SessionInfo, SessionSpec } from "../protocol/supervisor.ts";
 import type { ReplSession } from "../session/session.ts";
 
+/** How long `sessions` waits for a worker's own facts before it shows the last ones. */
+const FACTS_TIMEOUT_MS = 500;
+
 export type SessionFactory = (name: string, spec: SessionSpec) => Promise<ReplSession>;
 
 /** One request waiting for (or holding) its session. */
@@ -252,23 +255,32 @@ export class SessionTable {
     return names;
   }
 
-  list(): SessionInfo[] {
+  /**
+   * The sessions as `sessions` shows them. Pid, host, cwd and RSS are the worker's own (asked in band:
+   * behind ssh or bwrap the local process is only the transport); a worker that cannot answer within
+   * FACTS_TIMEOUT_MS (a C loop holds the GIL) shows its last facts.
+   */
+  async list(): Promise<SessionInfo[]> {
     const now = Date.now();
-    return [...this.entries.values()].map((e) => {
+    const entries = [...this.entries.values()];
+    const reports = await Promise.all(entries.map((e) => e.session?.workerFacts(FACTS_TIMEOUT_MS) ?? null));
+    return entries.map((e, i) => {
       const info = e.session?.info();
-      const pid = info?.pid ?? null;
+      const report = reports[i] ?? null;
+      const pid = report ? (report.hostPid ?? report.facts.pid) : (info?.pid ?? null);
       const lastUsed = Math.max(e.lastUsedAt, info?.lastActiveAt ?? 0);
       return {
         name: e.name,
         pid,
+        host: report?.facts.host ?? null,
         python: info ? `${info.python}${info.pythonVersion ? ` (${info.pythonVersion})` : ""}` : (e.spec.python ?? "python3"),
-        cwd: info?.cwd ?? e.spec.cwd ?? "",
+        cwd: report?.facts.cwd ?? info?.cwd ?? e.spec.cwd ?? "",
         state: e.running ? "busy" : "idle",
         queued: e.queue.length,
         cells_run: info?.cellsRun ?? 0,
         age_ms: now - e.createdAt,
         idle_ms: e.running ? 0 : now - lastUsed,
-        rss_bytes: pid === null ? null : processRss(pid),
+        rss_bytes: report ? report.facts.rss : pid === null ? null : processRss(pid),
       };
     });
   }

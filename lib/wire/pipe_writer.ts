@@ -22,8 +22,26 @@ export class PipeWriter {
    * true, which means "written or queued", not "read". Errors are left to the child's exit handler.
    */
   write(data: string | Uint8Array): boolean {
+    return this.send(data, undefined);
+  }
+
+  /**
+   * As write(), resolving once the pipe has taken the bytes (at once when it took them whole): a
+   * sender of a large payload (a snapshot restored into a remote worker) awaits each piece, so at most
+   * one piece waits in memory. Resolves (never rejects) also when the reader is gone.
+   */
+  writeAndWait(data: string | Uint8Array): Promise<void> {
+    return new Promise((resolve) => {
+      this.send(data, resolve);
+    });
+  }
+
+  private send(data: string | Uint8Array, taken: (() => void) | undefined): boolean {
     const stream = this.stream;
-    if (!stream || stream.destroyed || stream.writableEnded || this.readerGone) return false;
+    if (!stream || stream.destroyed || stream.writableEnded || this.readerGone) {
+      taken?.();
+      return false;
+    }
     const bytes = typeof data === "string" ? Buffer.from(data) : data;
     let written = 0;
     const fd = this.streamWrites === 0 ? this.pipeFd() : null;
@@ -37,15 +55,20 @@ export class PipeWriter {
         const code = (err as NodeJS.ErrnoException).code;
         if (code === "EPIPE") {
           this.readerGone = true;
+          taken?.();
           return false;
         }
         if (code !== "EAGAIN") this.fd = null;
       }
-      if (written === bytes.length) return true;
+      if (written === bytes.length) {
+        taken?.();
+        return true;
+      }
     }
     this.streamWrites++;
     stream.write(written === 0 ? bytes : bytes.subarray(written), () => {
       this.streamWrites--;
+      taken?.();
     });
     return true;
   }

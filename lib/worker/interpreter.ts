@@ -23,6 +23,8 @@ export type Interpreter = {
   executable?: string;
   version?: string;
   cacheTag?: string;
+  /** Local only: the directories it needs (prefixes, site dirs): bound into a sandbox that hides their parents. */
+  paths?: string[];
   /** Where the command came from: "option", "AWREPL_PYTHON", "config", "VIRTUAL_ENV", ".venv", "PATH". */
   source: string;
 };
@@ -163,7 +165,7 @@ export function chooseCommand(options: ResolveOptions = {}): { command: string; 
   );
 }
 
-type Facts = { executable: string; version: string; cacheTag: string };
+type Facts = { executable: string; version: string; cacheTag: string; paths: string[] };
 const memo = new Map<string, Facts>();
 
 /** Drops this process's memory of resolved interpreters (the file cache stays). For tests. */
@@ -171,8 +173,17 @@ export function forgetResolvedInterpreters(): void {
   memo.clear();
 }
 
+/** One run answers all: the real executable, the version, the bytecode tag, and the directories the
+ * interpreter reads (prefixes, site dirs, the user site when enabled) for the sandbox's binds. */
 const PROBE =
-  "import sys,json;print(json.dumps({'executable':sys.executable,'version':'%d.%d.%d'%sys.version_info[:3],'cacheTag':sys.implementation.cache_tag}))";
+  "import sys,json,site;u=getattr(site,'getusersitepackages',lambda:None)();" +
+  "p={sys.prefix,sys.base_prefix,sys.exec_prefix,getattr(sys,'base_exec_prefix',sys.exec_prefix)}|set(getattr(site,'getsitepackages',lambda:[])())|({u} if u and site.ENABLE_USER_SITE else set());" +
+  "print(json.dumps({'executable':sys.executable,'version':'%d.%d.%d'%sys.version_info[:3],'cacheTag':sys.implementation.cache_tag,'paths':sorted(x for x in p if x)}))";
+
+/** A cached answer of this build's probe (older caches lack `paths`: probed again once). */
+function complete(facts: Facts | undefined): facts is Facts {
+  return facts !== undefined && Array.isArray(facts.paths) && existsSync(facts.executable);
+}
 
 /** Resolves the interpreter: chooses the command, and for a local one finds its real executable (cached). */
 export async function resolveInterpreter(options: ResolveOptions = {}): Promise<Interpreter> {
@@ -197,11 +208,11 @@ async function interpreterFacts(file: string, flags: string[], env: NodeJS.Proce
   // per the version files pyenv/asdf/mise read: all of them are part of the key.
   if (isScript(file)) key += `\0${cwd}\0${env.PYENV_VERSION ?? ""}\0${versionSelectors(file, cwd, env)}`;
   const hit = memo.get(key);
-  if (hit && existsSync(hit.executable)) return hit;
+  if (complete(hit)) return hit;
   const cacheFile = home ? join(home, "runtime", "interpreters.json") : null;
   const cache = cacheFile ? readCache(cacheFile) : {};
   const cached = cache[key];
-  if (cached && existsSync(cached.executable)) {
+  if (complete(cached)) {
     memo.set(key, cached);
     return cached;
   }
@@ -277,6 +288,7 @@ function probe(file: string, flags: string[], env: NodeJS.ProcessEnv, cwd: strin
       try {
         const facts = JSON.parse(stdout.trim().split("\n").pop() ?? "") as Facts;
         if (typeof facts.executable !== "string" || !facts.executable) facts.executable = file;
+        if (!Array.isArray(facts.paths)) facts.paths = [];
         resolvePromise(facts);
       } catch (cause) {
         reject(new AwreplError("no_interpreter", `Python command ${JSON.stringify(file)} did not answer like Python: ${stdout.slice(0, 200)}`, { cause }));

@@ -1,24 +1,44 @@
 // How a worker process is started for an interpreter: a local one runs the runtime's cached bytecode
-// (or its source file); any other command line gets the one-line bootstrap and the source on stdin.
+// (or its source file); any other command line gets the one-line bootstrap and the source on stdin;
+// a sandboxed one runs the local interpreter under bubblewrap (sandbox.ts) with the bytecode bound in.
+import type { SandboxProfile } from "../protocol/api.ts";
+import { AwreplError } from "../core/errors.ts";
 import { bootstrapLine, runtimeBytecode, runtimeFile, runtimeSource } from "../runtime/source.ts";
 import { type Interpreter, shellQuote } from "./interpreter.ts";
+import type { WorkerKind } from "./transport_failure.ts";
 
 export type Launch = {
   argv: string[];
   stdinPreamble?: Buffer;
   /** The cached bytecode this launch runs, if any (a caller can drop it when it fails to start). */
   bytecode?: string;
+  /** What the process is to the runtime (see WorkerKind). */
+  kind: WorkerKind;
+  /** The environment to spawn it with, when the launch decides it (a sandbox's allowlist); else the caller's. */
+  env?: Record<string, string>;
+};
+
+export type LaunchOptions = {
+  /** false: run the source, not the cached bytecode (after the bytecode failed to start). */
+  bytecode?: boolean;
+  /** Run under bubblewrap with this profile (local interpreters only). */
+  sandbox?: SandboxProfile | null;
+  /** The worker's directory and environment (a sandbox needs both to build its command line). */
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
 };
 
 /**
  * How to start a worker for `interpreter`: a local one runs the cached bytecode (or the source);
- * a remote command gets `-c BOOTSTRAP` and the source over stdin.
+ * a remote command gets `-c BOOTSTRAP` and the source over stdin; with `sandbox`, the local
+ * interpreter under bwrap.
  */
-export async function runtimeLaunch(home: string, interpreter: Interpreter, options: { bytecode?: boolean } = {}): Promise<Launch> {
+export async function runtimeLaunch(home: string, interpreter: Interpreter, options: LaunchOptions = {}): Promise<Launch> {
+  if (options.sandbox) return sandboxedLaunch(home, interpreter, options.sandbox, options);
   if (interpreter.local) {
     const pyc = options.bytecode === false ? null : await runtimeBytecode(home, interpreter);
-    if (pyc) return { argv: [...interpreter.argv, pyc], bytecode: pyc };
-    return { argv: [...interpreter.argv, await runtimeFile(home)] };
+    if (pyc) return { argv: [...interpreter.argv, pyc], bytecode: pyc, kind: "local" };
+    return { argv: [...interpreter.argv, await runtimeFile(home)], kind: "local" };
   }
   const src = await runtimeSource();
   const bootstrap = bootstrapLine(src.text);
@@ -28,6 +48,21 @@ export async function runtimeLaunch(home: string, interpreter: Interpreter, opti
   return {
     argv: [...interpreter.argv, "-u", "-c", code],
     stdinPreamble: Buffer.concat([Buffer.from(`${src.bytes.length}\n`, "ascii"), src.bytes]),
+    kind: "transport",
   };
 }
 
+/** sandbox.ts, loaded on the first sandboxed launch (it is not on any other path). */
+let sandboxModule: Promise<typeof import("./sandbox.ts")> | undefined;
+
+async function sandboxedLaunch(home: string, interpreter: Interpreter, profile: SandboxProfile, options: LaunchOptions): Promise<Launch> {
+  if (!interpreter.local) {
+    throw new AwreplError("usage", `The sandbox runs a local interpreter; ${JSON.stringify(interpreter.command)} is a command line (isolate a remote worker on its own side)`);
+  }
+  const { sandboxLaunch } = await (sandboxModule ??= import("./sandbox.ts"));
+  const pyc = options.bytecode === false ? null : await runtimeBytecode(home, interpreter);
+  const file = pyc ?? (await runtimeFile(home));
+  const env = options.env ?? process.env;
+  const sandbox = sandboxLaunch(profile, { cwd: options.cwd ?? process.cwd(), env, interpreterPaths: interpreter.paths ?? [], runtimeFile: file });
+  return { argv: [...sandbox.prefix, ...interpreter.argv, sandbox.runtimePath], bytecode: pyc ?? undefined, kind: "sandbox", env: sandbox.env };
+}

@@ -6,10 +6,15 @@
 import { createHash } from "node:crypto";
 import type { Worker } from "./worker.ts";
 
-/** The key a worker must match to be adopted: its command line, directory and environment. */
-export function spareKey(argv: readonly string[], cwd: string, env: NodeJS.ProcessEnv): string {
+/**
+ * The key a worker must match to be adopted: its command line, directory and environment, and the
+ * sandbox profile it runs under (`profile`: its JSON, "" for none; the bwrap argv also carries it).
+ */
+export function spareKey(argv: readonly string[], cwd: string, env: NodeJS.ProcessEnv, profile = ""): string {
   const hash = createHash("sha256");
   hash.update(JSON.stringify(argv));
+  hash.update("\0");
+  hash.update(profile);
   hash.update("\0");
   hash.update(cwd);
   for (const name of Object.keys(env).sort()) {
@@ -20,6 +25,10 @@ export function spareKey(argv: readonly string[], cwd: string, env: NodeJS.Proce
   }
   return hash.digest("hex");
 }
+
+/** How long a spare may take to answer the ping that precedes its adoption. */
+const SPARE_PING_LOCAL_MS = 1_000;
+const SPARE_PING_REMOTE_MS = 3_000;
 
 export class SpareWorkers implements AsyncDisposable {
   /** Keys in insertion order; the oldest spare is closed when there are more than maxKeys. */
@@ -45,10 +54,11 @@ export class SpareWorkers implements AsyncDisposable {
     this.spares.delete(key);
     const worker = await spare;
     if (!worker || worker.state !== "ready") return null;
-    // It may have died a moment ago, before its exit reached us: a cheap check saves a "died" cell.
-    try {
-      process.kill(worker.pid, 0);
-    } catch {
+    // It may have died a moment ago, before its exit reached us, or (behind ssh, in a container) its
+    // transport may be up while the worker behind it is gone: it must answer a ping in time (~0.1 ms
+    // locally, one round trip remotely). One that does not is ended, and the caller starts a fresh one.
+    if (!(await worker.ping(worker.kind === "transport" ? SPARE_PING_REMOTE_MS : SPARE_PING_LOCAL_MS))) {
+      worker.kill();
       return null;
     }
     return worker;

@@ -1,33 +1,11 @@
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { resolveInterpreter } from "./interpreter.ts";
-import { runtimeLaunch } from "./launch.ts";
-import { alive, PYTHON, rejection, tempHome, waitFor } from "../../tests/harness/mod.ts";
+import { alive, PYTHON, rejection, useWorkers, waitFor } from "../../tests/harness/mod.ts";
 import { processAlive } from "../core/process.ts";
-import { UndeliveredRequestError, Worker, type WorkerOptions } from "./worker.ts";
+import { UndeliveredRequestError, Worker } from "./worker.ts";
 
-let tmp: ReturnType<typeof tempHome>;
-const workers: Worker[] = [];
-
-beforeEach(() => {
-  tmp = tempHome();
-});
-afterEach(async () => {
-  for (const w of workers.splice(0)) {
-    w.kill();
-    await w.exited;
-  }
-  tmp.remove();
-});
-
-async function startWorker(extra: Partial<WorkerOptions> = {}): Promise<Worker> {
-  const interpreter = await resolveInterpreter({ python: PYTHON, home: tmp.home });
-  const launch = await runtimeLaunch(tmp.home, interpreter);
-  const w = await Worker.start({ argv: launch.argv, stdinPreamble: launch.stdinPreamble, ...extra });
-  workers.push(w);
-  return w;
-}
-
+const workers = useWorkers();
+const startWorker = workers.start;
 
 describe("Worker", () => {
   test("handshakes and routes a cell's events to its handlers", async () => {
@@ -111,7 +89,7 @@ describe("Worker", () => {
     // A one-thread fake runtime, so its stdin closes the moment it is a zombie (no watchdog holds it).
     const fake = "import json\nprint(json.dumps({'event': 'ready', 'protocol': 3, 'python': '3', 'capabilities': []}), flush=True)\ninput()";
     const w = await Worker.start({ argv: [PYTHON, "-c", fake] });
-    workers.push(w);
+    workers.track(w);
     process.kill(w.pid, "SIGKILL");
     // No turn of the event loop until it is gone: the worker cannot have seen the exit.
     const deadline = performance.now() + 5000;
@@ -184,6 +162,75 @@ describe("Worker", () => {
   });
 });
 
+describe("Worker: cleanup, facts, heartbeat", () => {
+  test("the EOF of the protocol channel is the worker's death, reported at once (issue 15 item 8)", async () => {
+    // No watchdog, so the runtime would live on without its channel: the host's rule must end it.
+    const w = await startWorker({ env: { ...process.env, AWREPL_NO_WATCHDOG: "1" } });
+    const t0 = performance.now();
+    const pending = w.request({ type: "execute", code: "import os, time\nos.closerange(3, os.sysconf('SC_OPEN_MAX'))\ntime.sleep(60)" });
+    const err = await rejection(pending);
+    const ms = performance.now() - t0;
+    expect(err.code).toBe("worker_died");
+    expect(err.message).toContain("closed its protocol channel");
+    expect(w.exit?.reason).toContain("closed its protocol channel");
+    expect(ms).toBeLessThan(5_000); // not the cell's 60 s: said at once (typically a few ms)
+    await waitFor(() => !processAlive(w.pid), 5000, "the worker to be ended");
+  });
+
+  test("info() and ping(): the worker's own facts, answered in band", async () => {
+    const w = await startWorker();
+    expect(await w.ping(2_000)).toBe(true);
+    const facts = await w.info();
+    expect(facts?.pid).toBe(w.pid);
+    expect(facts?.own_group).toBe(true);
+    expect(facts?.cwd).toBe(process.cwd());
+    expect(facts?.rss).toBeGreaterThan(1 << 20);
+    expect(w.facts).toEqual(facts);
+    expect(w.factsAt).toBeGreaterThan(0);
+  });
+
+  test("info() during a C loop gives the last facts instead of waiting; ping() says false", async () => {
+    const w = await startWorker();
+    const first = await w.info();
+    const spin = w.request({ type: "execute", code: "sum(range(10**12))" }).catch(() => undefined);
+    await Bun.sleep(300);
+    const t0 = performance.now();
+    expect(await w.info(300)).toEqual(first);
+    expect(await w.ping(300)).toBe(false);
+    expect(performance.now() - t0).toBeLessThan(5_000);
+    w.kill();
+    await spin;
+  });
+
+  test("behind a transport, kill() ends a C loop in band: exit now, stdin closed, its children gone", async () => {
+    // A local python marked as a transport: killing the local process group is not used first.
+    const w = await startWorker({ kind: "transport" });
+    let child = 0;
+    await w.request({ type: "execute", code: "import subprocess; p = subprocess.Popen(['sleep', '60']); p.pid" }, { result: (t) => (child = Number(t)) });
+    const spin = rejection(w.request({ type: "execute", code: "sum(range(10**12))" }));
+    await Bun.sleep(300);
+    w.kill();
+    expect((await spin).code).toBe("worker_died");
+    await waitFor(() => !processAlive(child), 5000, "the cell's child to end");
+    expect(w.exit?.signal ?? w.exit?.code).not.toBeNull();
+  });
+
+  test("a silent idle worker behind a transport is declared lost, named, within a few heartbeats", async () => {
+    const w = await startWorker({ kind: "transport", heartbeat: { intervalMs: 200, timeoutMs: 1_000 } });
+    await Bun.sleep(600);
+    expect(w.state).toBe("ready"); // pings answered
+    process.kill(w.pid, "SIGSTOP"); // silent, as behind a partition
+    const t0 = performance.now();
+    await w.exited;
+    const ms = performance.now() - t0;
+    expect(w.exit?.reason).toContain("was lost: no answer to the heartbeat");
+    expect(ms).toBeLessThan(10_000);
+    const err = await rejection(w.request({ type: "variables" }));
+    expect(err.message).toContain("no answer to the heartbeat");
+    await waitFor(() => !processAlive(w.pid), 5000, "the stopped worker to be killed");
+  });
+});
+
 describe("Worker framing", () => {
   test("lines that are not frames (JSON or not) are kept for diagnostics and do not stop the protocol", async () => {
     // A fake runtime: noise, a JSON value that is not an event, then a proper handshake and replies.
@@ -200,7 +247,7 @@ describe("Worker framing", () => {
       "    os.write(out, reply[:len(reply) // 2 + 1]); os.write(out, reply[len(reply) // 2 + 1:] + b'\\n')",
     ].join("\n");
     const w = await Worker.start({ argv: [PYTHON, "-c", fake] });
-    workers.push(w);
+    workers.track(w);
     const done = await w.request({ type: "list_names" });
     expect(done.names).toEqual(["ééé"]);
     expect(w.diagnostics()).toContain("banner line");

@@ -24,6 +24,7 @@ import { libraryFigures } from "./library.ts";
 import { memoryFigures } from "./memory.ts";
 import { benchPersistence } from "./persistence.ts";
 import { renderRawTable, renderSummaryTable, SUMMARY_ROWS } from "./table.ts";
+import { benchWorkers } from "./workers.ts";
 
 /** One script's figures; `text` is a script's own table when it cannot report figures as JSON. */
 type Section = { figures: Figures; skipped?: string; text?: string };
@@ -110,6 +111,7 @@ const sections: Record<string, Section> = {
   memory: await guarded("memory.ts", () => memoryFigures({ smoke })),
   floors: await guarded("floors.ts", () => floorFigures({ smoke })),
   persistence: await guarded("persistence.ts", () => benchPersistence({ smoke })),
+  workers: await guarded("workers.ts", () => benchWorkers({ smoke })),
   runtime: externalSection("runtime.ts"),
   shell: externalSection("shell_call.ts"),
   mcp: externalSection("mcp.ts"),

@@ -65,6 +65,9 @@ describe("all.ts --smoke", () => {
       expect(out).toMatch(/\| awrepl\.worker_idle_rss_mib +\| MiB +\| \d+ +\| \d/);
       expect(out).toMatch(/\| awrepl\.mcp_tools_call +\| ms +\| \d+ +\| \d/);
       expect(out).toMatch(/\| awrepl\.mcp_ping +\| ms +\| \d+ +\| \d/);
+      // workers.ts: streamed snapshots beside path mode; sandbox and ssh figures where the parts exist.
+      expect(out).toMatch(/\| awrepl\.snapshot_stream_mb_per_s +\| MB\/s +\| \d+ +\| \d/);
+      expect(out).toMatch(/\| awrepl\.snapshot_path_mb_per_s +\| MB\/s +\| \d+ +\| \d/);
       // Jupyter either ran or was skipped with its reason printed.
       expect(out.includes("| jupyter.execute_round_trip") || /skipped jupyter: \S/.test(out)).toBe(true);
       expect(processesWithHome(tmp, { under: true })).toEqual([]);

@@ -2,10 +2,11 @@
 // its sources), run with a private temporary AWREPL_HOME, a timeout on every wait, and a cleanup that
 // stops the supervisor and proves no process of that home is left behind.
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { BINARY, buildBinary } from "../../scripts/build.ts";
 import { PYTHON, ROOT, tempHome } from "./common.ts";
+import { withAnyEnv } from "./procs.ts";
 
 /** Upper bound for one awrepl command in a test; generous because the machine is shared. */
 export const COMMAND_TIMEOUT_MS = 30_000;
@@ -153,27 +154,14 @@ export async function run(args: string[], options: RunOptions): Promise<RunResul
 
 /**
  * The pids of every live process started for `home`: awrepl, the supervisor and workers all carry
- * AWREPL_HOME=<home> or AWREPL_E2E_HOME=<home> in their environment. Linux only (reads /proc);
- * elsewhere it returns [].
+ * AWREPL_HOME=<home> or AWREPL_E2E_HOME=<home> in their environment (a sandboxed worker only when the
+ * test passes AWREPL_E2E_HOME through its `env` list). Linux only (reads /proc); elsewhere [].
  */
 export function processesOf(home: string): number[] {
-  if (process.platform !== "linux") return [];
-  const needles = [Buffer.from(`AWREPL_HOME=${home}\0`), Buffer.from(`AWREPL_E2E_HOME=${home}\0`)];
-  const pids: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-    try {
-      const environ = readFileSync(`/proc/${entry}/environ`);
-      if (!needles.some((n) => environ.includes(n))) continue;
-      // A zombie has exited already; it only waits for its parent to reap it.
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) continue;
-      pids.push(Number(entry));
-    } catch {
-      // The process exited while we looked, or is not ours to read.
-    }
-  }
-  return pids;
+  return withAnyEnv([
+    ["AWREPL_HOME", home],
+    ["AWREPL_E2E_HOME", home],
+  ]).map((p) => p.pid);
 }
 
 /** Waits until no process of `home` is alive; returns the ones still alive after `timeoutMs`. */

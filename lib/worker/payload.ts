@@ -1,0 +1,250 @@
+// Snapshot payloads that travel over the protocol (docs/protocol.md, "Payloads over the protocol"):
+// a worker that cannot write the host's state directory (behind ssh, in a container, in a sandbox)
+// streams its snapshot to the host, and the host streams it back on restore. Memory stays bounded on
+// both sides: one piece at a time.
+//
+// The API the session layer uses (a snapshot, then a restore):
+//
+//   const file = new PayloadFile(target);                       // a temp file beside target, 0600
+//   try {
+//     const done = await worker.request({ type: "snapshot", to: "host", max_bytes }, file.handlers);
+//     file.commit(done);          // status ok, byte count and sha256 checked, fsync, renamed over target
+//   } finally {
+//     file.discard();             // no-op after commit; removes the temp file otherwise
+//   }
+//   // done.manifest: the manifest to write beside target (the session's job, with its own rules)
+//
+//   const source = await openPayload(path, maxBytes);            // regular file, under the cap, hashed
+//   const done = await worker.request(restoreRequest(source), handlers, source.pieces());
+//
+// snapshotToFile() and restoreFromFile() below do exactly that against a worker directly. A request
+// with a payload can be interrupted like any other (the runtime drops the pieces that follow).
+import { createHash } from "node:crypto";
+import { closeSync, constants, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
+import { type FileHandle, open } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
+import { AwreplError } from "../core/errors.ts";
+import type { DoneEvent, RestoreRequest, SnapshotRequest } from "../protocol/runtime.ts";
+import type { RequestHandlers, Worker } from "./worker.ts";
+
+/** Raw bytes per `data` request a restore sends (the runtime's snapshot pieces are the same size). */
+export const PIECE_BYTES = 1 << 18;
+
+/**
+ * Receives one snapshot's `data` events into a temporary file beside `target` (`.<name>.<pid>.tmp`,
+ * the pattern snapshot_files.ts sweeps), hashing as it goes; commit() checks it against the `done`
+ * and renames it into place. Nothing is buffered: each piece is written when it arrives.
+ */
+export class PayloadFile {
+  readonly tmp: string;
+  private fd: number | null;
+  private readonly hash = createHash("sha256");
+  private received = 0;
+  private nextSeq = 0;
+  private failure: string | null = null;
+  private committed = false;
+
+  constructor(readonly target: string) {
+    this.tmp = join(dirname(target), `.${basename(target)}.${process.pid}.tmp`);
+    try {
+      unlinkSync(this.tmp); // a killed writer's leftover: O_EXCL below must create a fresh 0600 file
+    } catch {
+      // none
+    }
+    try {
+      this.fd = openSync(this.tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
+    } catch (err) {
+      throw new AwreplError("snapshot_failed", `Cannot write snapshot ${target}: ${(err as Error).message}`, { cause: err });
+    }
+  }
+
+  /** The handlers to pass with the snapshot request. */
+  readonly handlers: RequestHandlers = {
+    data: (piece, seq) => this.write(piece, seq),
+  };
+
+  /** Bytes received so far. */
+  get bytes(): number {
+    return this.received;
+  }
+
+  private write(piece: Uint8Array, seq: number): void {
+    if (this.failure !== null || this.fd === null) return;
+    if (seq !== this.nextSeq) {
+      this.failure = `piece ${seq} arrived where ${this.nextSeq} was expected`;
+      return;
+    }
+    this.nextSeq++;
+    try {
+      let off = 0;
+      while (off < piece.length) off += writeSync(this.fd, piece, off, piece.length - off);
+    } catch (err) {
+      this.failure = (err as Error).message; // a full disk: said by commit(), after the worker's done
+      return;
+    }
+    this.hash.update(piece);
+    this.received += piece.length;
+  }
+
+  /**
+   * Checks the payload against the snapshot's `done` (status ok, its byte count and sha256), makes it
+   * durable and renames it over the target. Throws snapshot_failed with the reason otherwise (the temp
+   * file is removed by discard()).
+   */
+  commit(done: DoneEvent): void {
+    const fail = (why: string) => {
+      throw new AwreplError("snapshot_failed", `Snapshot to ${this.target} failed: ${why}`);
+    };
+    if (done.status !== "ok") fail(done.reason ?? "no reason given");
+    if (this.failure !== null) fail(this.failure);
+    if (this.fd === null) fail("it was discarded");
+    if (done.bytes !== this.received) fail(`the worker sent ${this.received} bytes but reported ${done.bytes}`);
+    const sha256 = this.hash.digest("hex");
+    if (done.sha256 !== sha256) fail(`the payload's sha256 is ${sha256} but the worker reported ${done.sha256}`);
+    try {
+      fsyncSync(this.fd as number);
+      closeSync(this.fd as number);
+      this.fd = null;
+      renameSync(this.tmp, this.target);
+      this.committed = true;
+    } catch (err) {
+      fail((err as Error).message);
+    }
+  }
+
+  /** Removes the temp file unless commit() succeeded. Safe to call more than once. */
+  discard(): void {
+    if (this.fd !== null) {
+      try {
+        closeSync(this.fd);
+      } catch {
+        // closed
+      }
+      this.fd = null;
+    }
+    if (this.committed) return;
+    try {
+      unlinkSync(this.tmp);
+    } catch {
+      // not there
+    }
+  }
+}
+
+/** A payload the host sends: its size and sha256 are known before the first piece. */
+export type PayloadSource = {
+  path: string;
+  bytes: number;
+  sha256: string;
+  /** The file's bytes in PIECE_BYTES pieces, read one at a time as the pipe takes them. */
+  pieces(): AsyncIterable<Uint8Array>;
+};
+
+/**
+ * Opens a snapshot file to send: a regular file (never a FIFO or a device: `restore /dev/zero`) of at
+ * most `maxBytes` (0: no cap), hashed in one pass so the runtime can check what it received.
+ * Throws restore_failed naming the problem (a missing file included).
+ */
+export async function openPayload(path: string, maxBytes: number): Promise<PayloadSource> {
+  const file = await openFile(path);
+  try {
+    const st = await file.stat();
+    if (!st.isFile()) throw new AwreplError("restore_failed", `Cannot restore from ${path}: it is not a regular file`);
+    if (maxBytes > 0 && st.size > maxBytes) {
+      throw new AwreplError("restore_failed", `Cannot restore from ${path}: it holds ${st.size} bytes, over the snapshot cap of ${maxBytes}`);
+    }
+    const hash = createHash("sha256");
+    for await (const piece of readPieces(file, st.size, path)) hash.update(piece);
+    const bytes = st.size;
+    return { path, bytes, sha256: hash.digest("hex"), pieces: () => filePieces(path, bytes) };
+  } finally {
+    await file.close();
+  }
+}
+
+/** The restore request for `source` (send it with source.pieces() as the request's payload). */
+export function restoreRequest(source: PayloadSource): Omit<RestoreRequest, "id"> {
+  return { type: "restore", from: "host", bytes: source.bytes, sha256: source.sha256 };
+}
+
+async function openFile(path: string): Promise<FileHandle> {
+  try {
+    // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused right after, by stat).
+    return await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (err) {
+    throw new AwreplError("restore_failed", `Cannot restore from ${path}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/** Exactly `size` bytes, one fresh piece at a time (a file that changes size meanwhile is refused). */
+async function* readPieces(file: FileHandle, size: number, path: string): AsyncIterable<Uint8Array> {
+  let total = 0;
+  for (;;) {
+    const buf = Buffer.allocUnsafe(PIECE_BYTES);
+    const { bytesRead } = await file.read(buf, 0, buf.length, null);
+    if (bytesRead === 0) break;
+    total += bytesRead;
+    if (total > size) throw new AwreplError("restore_failed", `Cannot restore from ${path}: it grew while it was read`);
+    yield buf.subarray(0, bytesRead);
+  }
+  if (total !== size) throw new AwreplError("restore_failed", `Cannot restore from ${path}: it shrank while it was read`);
+}
+
+async function* filePieces(path: string, bytes: number): AsyncIterable<Uint8Array> {
+  const file = await openFile(path);
+  try {
+    yield* readPieces(file, bytes, path);
+  } finally {
+    await file.close();
+  }
+}
+
+export type SnapshotCaps = { maxBytes?: number; maxVariableBytes?: number; chunkBytes?: number };
+
+/** A snapshot of `worker`'s namespace written to `target` on this machine; resolves with the `done` (manifest included). */
+export async function snapshotToFile(worker: Worker, target: string, caps: SnapshotCaps = {}): Promise<DoneEvent> {
+  const request: Omit<SnapshotRequest, "id"> = { type: "snapshot", to: "host" };
+  if (caps.maxBytes) request.max_bytes = caps.maxBytes;
+  if (caps.maxVariableBytes) request.max_variable_bytes = caps.maxVariableBytes;
+  if (caps.chunkBytes) request.chunk_bytes = caps.chunkBytes;
+  const file = new PayloadFile(target);
+  try {
+    const done = await worker.request(request, file.handlers);
+    file.commit(done);
+    return done;
+  } finally {
+    file.discard();
+  }
+}
+
+/** Restores the snapshot at `path` (on this machine) into `worker`; resolves with the `done`. */
+export async function restoreFromFile(worker: Worker, path: string, maxBytes = 0): Promise<DoneEvent> {
+  const source = await openPayload(path, maxBytes);
+  return worker.request(restoreRequest(source), undefined, source.pieces());
+}
+
+const DATA_OPEN = Buffer.from('{"event":"data","id":"');
+const SEQ_KEY = Buffer.from('","seq":');
+const DATA_KEY = Buffer.from(',"data":"');
+
+/**
+ * `{"event":"data","id":"7","seq":12,"data":"<base64>"}` (the exact shape runtime.py writes) read
+ * without JSON.parse, the piece decoded; null for any other line (a data event in another shape still
+ * arrives through the JSON path).
+ */
+export function readDataFrame(line: Uint8Array): { id: string; seq: number; piece: Buffer } | null {
+  const n = line.length;
+  if (n < DATA_OPEN.length + 20 || line[n - 1] !== 0x7d || line[n - 2] !== 0x22) return null;
+  for (let i = 0; i < DATA_OPEN.length; i++) if (line[i] !== DATA_OPEN[i]) return null;
+  const buf = Buffer.from(line.buffer, line.byteOffset, n);
+  const idEnd = buf.indexOf(SEQ_KEY, DATA_OPEN.length);
+  if (idEnd < 0) return null;
+  const id = buf.toString("latin1", DATA_OPEN.length, idEnd);
+  if (id.includes("\\") || id.includes('"')) return null;
+  const seqStart = idEnd + SEQ_KEY.length;
+  const dataKey = buf.indexOf(DATA_KEY, seqStart);
+  if (dataKey < 0) return null;
+  const seq = Number(buf.toString("latin1", seqStart, dataKey));
+  if (!Number.isInteger(seq) || seq < 0) return null;
+  return { id, seq, piece: Buffer.from(buf.toString("latin1", dataKey + DATA_KEY.length, n - 2), "base64") };
+}

@@ -1,0 +1,114 @@
+// The sandbox's command line (what each profile option changes, what never goes on it) and real
+// sandboxed workers, also for interpreters under a hidden directory (pyenv under /root). The escape
+// attempts against a sandboxed session: tests/e2e/remote_workers.test.ts.
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { PYTHON, rejection, requireBwrap, tempHome, waitFor } from "../../tests/harness/mod.ts";
+import { processAlive } from "../core/process.ts";
+import { resolveInterpreter } from "./interpreter.ts";
+import { runtimeLaunch } from "./launch.ts";
+import { sandboxEnv, sandboxLaunch } from "./sandbox.ts";
+import { Worker } from "./worker.ts";
+
+let tmp: ReturnType<typeof tempHome>;
+beforeEach(() => {
+  tmp = tempHome();
+});
+afterEach(() => tmp.remove());
+
+const base = () => ({ cwd: tmp.home, env: { PATH: "/usr/bin:/bin", HOME: "/root", SECRET_TOKEN: "s3cr3t", MY_OPT_IN: "value-1", PYTHONPATH: "/x", LC_ALL: "C" }, interpreterPaths: ["/usr"], runtimeFile: "/etc/hostname", bwrap: "/usr/bin/bwrap" });
+
+describe("the bubblewrap command line", () => {
+  test("default: no network, no capabilities, read-only root, the cwd writable, the runtime bound at /run/awrepl", () => {
+    const { prefix, runtimePath } = sandboxLaunch({}, base());
+    const argv = prefix.join(" ");
+    expect(prefix[0]).toBe("/usr/bin/bwrap");
+    expect(prefix.at(-1)).toBe("--");
+    expect(argv).toContain("--unshare-all --unshare-user --disable-userns --cap-drop ALL --new-session --die-with-parent");
+    expect(argv).not.toContain("--share-net");
+    expect(argv).toContain("--ro-bind / /");
+    expect(argv).toContain(`--bind ${tmp.home} ${tmp.home}`);
+    expect(argv).toContain("--tmpfs /run");
+    expect(argv).toContain("--ro-bind /dev/null /etc/shadow");
+    expect(runtimePath).toBe("/run/awrepl/hostname");
+    expect(argv).toContain(`--chdir ${tmp.home}`);
+  });
+
+  test("environment: the allowlist and the opt-ins, spawned with, never on the command line", () => {
+    const { prefix, env } = sandboxLaunch({ env: ["MY_OPT_IN"] }, base());
+    expect(env).toEqual({ PATH: "/usr/bin:/bin", HOME: "/root", MY_OPT_IN: "value-1", PYTHONPATH: "/x", LC_ALL: "C", TMPDIR: "/tmp" });
+    expect(prefix.join(" ")).not.toContain("value-1");
+    expect(prefix.join(" ")).not.toContain("s3cr3t");
+    expect(prefix).not.toContain("--setenv");
+    expect(sandboxEnv({ AWS_SECRET_ACCESS_KEY: "k", TERM: "xterm" })).toEqual({ TERM: "xterm", TMPDIR: "/tmp" });
+  });
+
+  test("network and extra writable paths widen it; bad values are refused by name", async () => {
+    const extra = join(tmp.home, "out");
+    mkdirSync(extra);
+    const cwd = join(tmp.home, "cwd");
+    mkdirSync(cwd);
+    const argv = sandboxLaunch({ network: true, writable: [extra] }, { ...base(), cwd }).prefix.join(" ");
+    expect(argv).toContain("--unshare-all --share-net");
+    expect(argv).toContain(`--bind ${extra} ${extra}`);
+    expect(() => sandboxLaunch({ writable: ["/nonexistent/dir"] }, base())).toThrow("The sandbox's writable path /nonexistent/dir does not exist");
+    expect(() => sandboxLaunch({ writable: ["/"] }, base())).toThrow("cannot make / writable");
+    expect(() => sandboxLaunch({}, { ...base(), cwd: "/" })).toThrow("cannot be /");
+    expect(() => sandboxLaunch({ network: "yes" as unknown as boolean }, base())).toThrow('network setting must be true or false, not "yes"');
+    expect(() => sandboxLaunch({ env: ["NOT A NAME"] }, base())).toThrow('--env takes an environment variable\'s name, not "NOT A NAME"');
+  });
+
+  test("inside a writable directory: credential stores hidden, code that runs later kept read-only", () => {
+    mkdirSync(join(tmp.home, ".ssh"));
+    mkdirSync(join(tmp.home, ".git", "hooks"), { recursive: true });
+    writeFileSync(join(tmp.home, ".netrc"), "machine x password y");
+    const argv = sandboxLaunch({}, base()).prefix.join(" ");
+    expect(argv).toContain(`--tmpfs ${tmp.home}/.ssh`);
+    expect(argv).toContain(`--remount-ro ${tmp.home}/.ssh`);
+    expect(argv).toContain(`--ro-bind /dev/null ${tmp.home}/.netrc`);
+    expect(argv).toContain(`--ro-bind ${tmp.home}/.git/hooks ${tmp.home}/.git/hooks`);
+    expect(argv).not.toContain(".bashrc"); // missing files are not bound (no empty files left behind)
+  });
+
+  test("a remote interpreter is refused: the sandbox runs a local one", async () => {
+    const interpreter = await resolveInterpreter({ python: "ssh somehost python3", home: tmp.home });
+    const err = await rejection(runtimeLaunch(tmp.home, interpreter, { sandbox: {}, cwd: tmp.home }));
+    expect(err.code).toBe("usage");
+    expect(err.message).toContain("is a command line");
+  });
+});
+
+const pyenv = join(homedir(), ".pyenv", "versions");
+const pythons = [PYTHON, join(pyenv, "3.9.18", "bin", "python3"), join(pyenv, "3.13.0", "bin", "python3")].filter((p) => existsSync(p));
+
+describe("sandboxed workers", () => {
+  for (const python of pythons) {
+    test(`${python}: starts (its prefix bound when a hidden directory holds it), runs, and kill() leaves nothing`, async () => {
+      requireBwrap();
+      const interpreter = await resolveInterpreter({ python, home: tmp.home });
+      const launch = await runtimeLaunch(tmp.home, interpreter, { sandbox: {}, cwd: tmp.home, env: process.env });
+      expect(launch.kind).toBe("sandbox");
+      expect(launch.argv.some((a) => a.startsWith("/run/awrepl/runtime-"))).toBe(true);
+      const w = await Worker.start({ argv: launch.argv, env: launch.env, kind: launch.kind, cwd: tmp.home });
+      let child = 0;
+      try {
+        let out = "";
+        await w.request({ type: "execute", code: "import os, sys, subprocess\np = subprocess.Popen(['sleep', '600'])\nprint(os.getpid(), p.pid, sys.version_info[:2], os.getcwd())" }, { output: (_s, t) => (out += t) });
+        const [pid, sleepPid] = out.split(" ");
+        expect(pid).toBe("2"); // a pid namespace of its own: bwrap's reaper is 1
+        expect(out).toContain(tmp.home);
+        const facts = await w.info();
+        expect(facts?.pid).toBe(2);
+        const { hostPidOf } = await import("./facts.ts");
+        child = hostPidOf(w.pid, Number(sleepPid)) ?? 0; // the sleep, as this machine numbers it
+        expect(child).toBeGreaterThan(0);
+      } finally {
+        w.kill();
+        await w.exited;
+      }
+      await waitFor(() => !processAlive(child), 5_000, "the sandbox's processes to end");
+    });
+  }
+});
