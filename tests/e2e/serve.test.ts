@@ -42,8 +42,7 @@ describe("serve in a terminal", () => {
     pane.enter("def add(a, b):");
     // The runtime says the cell is incomplete: a continuation prompt with the block's indent typed in.
     await pane.waitForCursorAfter("...     ");
-    pane.enter("total = a + b");
-    await pane.waitForCursorAfter("...     ");
+    await pane.enterThen("total = a + b", "...     ");
     pane.enter("return total");
     // Nothing follows a return in its block: the next line is offered one level less.
     await pane.waitForCursorAfter("... ");
@@ -75,16 +74,12 @@ describe("serve in a terminal", () => {
   test("Backspace in the indentation removes a whole indent level", async () => {
     const pane = serve();
     await ready(pane, 1);
-    pane.enter("for i in range(2):");
-    await pane.waitForCursorAfter("...     ");
-    pane.enter("if i:");
-    await pane.waitForCursorAfter("...         ");
-    pane.enter("print('inner', i)");
-    await pane.waitForCursorAfter("...         ");
+    await pane.enterThen("for i in range(2):", "...     ");
+    await pane.enterThen("if i:", "...         ");
+    await pane.enterThen("print('inner', i)", "...         ");
     pane.keys("BSpace");
     await pane.waitForCursorAfter("...     ");
-    pane.enter("print('outer', i)");
-    await pane.waitForCursorAfter("...     ");
+    await pane.enterThen("print('outer', i)", "...     ");
     pane.keys("Enter");
     const screen = await pane.waitFor(/^outer 1$/m);
     expect(screen).toContain("outer 0\ninner 1\nouter 1"); // the screen may end right after it
@@ -255,8 +250,7 @@ describe("serve in a terminal", () => {
     const pid = Number(/^(\d+)$/m.exec(screen)?.[1]);
     expect(alive(pid)).toBe(true);
     // Ctrl-D leaves even from a continuation line that holds only its pre-filled indent.
-    pane.enter("if True:");
-    await pane.waitForCursorAfter("...     ");
+    await pane.enterThen("if True:", "...     ");
     pane.keys("C-d");
     await pane.waitFor(/^\[exit 0\]$/m);
     const deadline = Date.now() + 10_000;

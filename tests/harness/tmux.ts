@@ -42,6 +42,18 @@ export class TmuxPane {
     this.keys("Enter");
   }
 
+  /**
+   * Types a line, presses Enter, and waits for the next line to begin with exactly `before` ahead of
+   * the cursor. Looking at the cursor alone could match the line as it was before the keys arrived
+   * (a continuation prompt looks the same on the line before and after), and typing on then races
+   * the REPL; so a new line must have appeared too.
+   */
+  async enterThen(text: string, before: string, timeoutMs = 20_000): Promise<void> {
+    const lines = this.screen().split("\n").length;
+    this.enter(text);
+    await this.waitForCursorAfter(before, timeoutMs, () => this.screen().split("\n").length > lines);
+  }
+
   /** The screen (and scrollback) as text; with `escapes`, colours and attributes as SGR sequences. */
   screen(escapes = false): string {
     return this.tmux("capture-pane", "-p", "-t", "0", "-S", "-500", ...(escapes ? ["-e"] : [])).replace(/\n+$/, "");
@@ -67,11 +79,11 @@ export class TmuxPane {
   }
 
   /** Waits until the text before the cursor is `before` exactly (a prompt, a pre-filled indent). */
-  async waitForCursorAfter(before: string, timeoutMs = 20_000): Promise<void> {
+  async waitForCursorAfter(before: string, timeoutMs = 20_000, also: () => boolean = () => true): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const c = this.cursor();
-      if (c.before === before) return;
+      if (c.before === before && also()) return;
       if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for the cursor after ${JSON.stringify(before)}; it is after ${JSON.stringify(c.before)}; the screen shows:\n${this.screen()}`);
       await Bun.sleep(50);
     }
