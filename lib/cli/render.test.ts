@@ -157,17 +157,23 @@ describe("LiveEcho", () => {
 });
 
 describe("a lost worker", () => {
-  test("is explained once, by the final exception line", () => {
-    const why = "The cell exceeded the 300 ms timeout; the worker was killed and the session's state was lost.";
-    const r = renderText(result({ status: "timeout", stdout: "partial\n", stderr: `warn\n[awrepl] ${why}\n`, exception: `TimeoutError: ${why}`, notice: why }));
+  test("the notice says what became of the state, the exception how the worker was lost, last", () => {
+    const fate = "The session's state was lost. The next call starts a fresh worker.";
+    const why = "TimeoutError: The cell exceeded the 300 ms timeout and did not stop within the 100 ms grace period; the worker was killed";
+    const r = renderText(result({ status: "timeout", stdout: "partial\n", stderr: "warn\n", exception: why, notice: fate }));
     expect(r.stdout).toBe("partial\n");
-    expect(r.stderr).toBe(`warn\nTimeoutError: ${why}\n`);
+    expect(r.stderr).toBe(`warn\nawrepl: ${fate}\n${why}\n`);
   });
 
-  test("an earlier notice is kept", () => {
-    const why = "The Python worker exited with code 3; the session's state was lost.";
-    const r = renderText(result({ status: "died", stderr: `[awrepl] ${why}\n`, exception: `WorkerDied: ${why}`, notice: `Restarted after a timeout. ${why}` }));
-    expect(r.stderr).toBe(`awrepl: Restarted after a timeout.\nWorkerDied: ${why}\n`);
+  test("a restore the notice tells is not said again", () => {
+    const source = "/h/snapshots/s.pkl";
+    const fate = `The session went back to its snapshot of 2026-01-01 00:00:00 UTC (${source}): 1 name(s) restored.`;
+    const restored = { source, restored: ["n"], failed: [] };
+    const r = renderText(result({ status: "died", exception: "WorkerDied: The Python worker exited with code 3", notice: fate, restored }));
+    expect(r.stderr).toBe(`awrepl: ${fate}\nWorkerDied: The Python worker exited with code 3\n`);
+    // A restore at start has no notice: its own line says it.
+    const atStart = renderText(result({ restored }));
+    expect(atStart.stderr).toBe(`awrepl: restored 1 name(s) from ${source}\n`);
   });
 });
 

@@ -40,12 +40,8 @@ function wellFormed(_key: string, value: unknown): unknown {
 }
 
 export function renderText(result: ExecResult, options: RenderOptions = {}): Rendered {
-  // When a worker is lost, the session says why three times over — in stderr (for JSON readers), in
-  // the notice and in the exception. Text mode says it once: as the final `ExceptionType: message`.
-  const lost = result.status === "timeout" || result.status === "died" ? exceptionMessage(result.exception) : "";
   let out = remainder(result.stdout, options.echoed?.stdout);
   let err = remainder(result.stderr, options.echoed?.stderr);
-  if (lost && err.endsWith(`[awrepl] ${lost}\n`)) err = err.slice(0, err.length - lost.length - 10);
   const shownOut = options.echoed?.stdout ?? "";
   const shownErr = options.echoed?.stderr ?? "";
   let value = result.value;
@@ -61,25 +57,20 @@ export function renderText(result: ExecResult, options: RenderOptions = {}): Ren
   if (dropped > 0) {
     err = line(err, `awrepl: ${dropped} display entr${dropped === 1 ? "y" : "ies"} dropped (over the cell's display limits: entries per cell, or --max-output bytes of their text)`, shownErr);
   }
-  if (result.restored) {
+  const notice = result.notice;
+  // A restore is said once: by the notice when it tells this one (a recovery after a lost worker
+  // names the snapshot it went back to, "its snapshot of <time> (<path>)"), else by its own line.
+  if (result.restored && !notice?.includes(`(${result.restored.source})`)) {
     const r = result.restored;
     const failed = r.failed.length ? `; could not restore ${r.failed.map((f) => f.name).join(", ")}` : "";
     err = line(err, `awrepl: restored ${r.restored.length} name(s) from ${r.source}${failed}`, shownErr);
   }
-  const notice = lost && result.notice ? result.notice.replace(lost, "").trim() : result.notice;
   if (notice) err = line(err, `awrepl: ${notice}`, shownErr);
   if (result.status !== "ok") {
     const text = formatFailure(result, options.traceback ?? false, options.omittedFramesHint);
     if (text) err = line(err, options.color ? colorLastLine(text) : text, shownErr);
   }
   return { stdout: out, stderr: err };
-}
-
-/** The message part of `ExceptionType: message`. */
-function exceptionMessage(exception: string | null): string {
-  if (!exception) return "";
-  const colon = exception.indexOf(": ");
-  return colon >= 0 ? exception.slice(colon + 2) : "";
 }
 
 /** What is left of a stream after its live echo: the echo is a prefix of the kept text. */

@@ -1,23 +1,24 @@
 import { describe, expect, test } from "bun:test";
-import { CellRecorder, lostStateNotice } from "./cell.ts";
+import { CellRecorder, type LiveOutput, lostStateNotice } from "./cell.ts";
 import { DisplayFiles } from "./display.ts";
 import { CellDisplays } from "./display_entries.ts";
 import { OutputCollector } from "./output.ts";
 import type { ErrorEvent } from "../protocol/runtime.ts";
+import { RawText } from "../wire/output_frames.ts";
 
 const limits = { timeoutMs: 1000, graceMs: 200 };
 const calm = { timedOut: false, userInterrupted: false, killed: false };
 const interruptError: ErrorEvent = { event: "error", id: "1", ename: "KeyboardInterrupt", evalue: "", traceback: ["Traceback\n", "KeyboardInterrupt\n"] };
 
-function recorder(limit = 100): CellRecorder {
+function recorder(limit = 100, live: LiveOutput = {}): CellRecorder {
   const files = new DisplayFiles("/nonexistent-awrepl-display", "t", { maxFiles: 0, maxBytes: 0 });
-  return new CellRecorder(new OutputCollector(limit), new CellDisplays(files, 0, limit), {});
+  return new CellRecorder(new OutputCollector(limit), new CellDisplays(files, 0, limit), live);
 }
 
 describe("CellRecorder", () => {
   test("ok with a value and output", () => {
     const r = recorder();
-    r.output("stdout", "hi\n");
+    r.rawOutput("stdout", RawText.fromText("hi\n"));
     r.result("42");
     const res = r.finish({ event: "done", id: "1", status: "ok" }, calm, limits, "s", null);
     expect(res).toMatchObject({ status: "ok", stdout: "hi\n", value: "42", exception: null, traceback: "", session: "s" });
@@ -55,14 +56,27 @@ describe("CellRecorder", () => {
     expect(res.exception).toBe("RuntimeError: bad request");
   });
 
-  test("a lost worker: died names the exit, killed is a timeout; both say the state was lost", () => {
-    const died = recorder().lost(calm, { code: 3, signal: null }, limits, "s", null);
+  test("a lost worker: died names the exit, killed is a timeout; the notice alone says the state was lost", () => {
+    const r = recorder();
+    r.rawOutput("stderr", RawText.fromText("last words\n"));
+    const died = r.lost(calm, { code: 3, signal: null }, limits, "s", null);
     expect(died.status).toBe("died");
-    expect(died.exception).toContain("exited with code 3");
-    expect(died.stderr).toEndWith("The next call starts a fresh worker.\n");
-    const killed = recorder().lost({ ...calm, timedOut: true, killed: true }, { code: null, signal: "SIGKILL" }, limits, "s", "Earlier.");
+    expect(died.exception).toBe("WorkerDied: The Python worker exited with code 3");
+    expect(died.stderr).toBe("last words\n");
+    expect(died.notice).toBe("The session's state was lost. The next call starts a fresh worker.");
+    const killed = recorder().lost({ ...calm, timedOut: true, killed: true }, { code: null, signal: "SIGKILL" }, limits, "s", "Earlier.", "the session went back to its snapshot.");
     expect(killed.status).toBe("timeout");
-    expect(killed.notice).toStartWith("Earlier. The cell exceeded the 1000 ms timeout");
+    expect(killed.exception).toBe("TimeoutError: The cell exceeded the 1000 ms timeout and did not stop within the 200 ms grace period; the worker was killed");
+    expect(killed.notice).toBe("Earlier. The session went back to its snapshot.");
     expect(lostStateNotice(false, { code: null, signal: "SIGSEGV" })).toContain("killed by signal SIGSEGV");
+  });
+
+  test("output read decoded (a \\u escape) and undecoded goes one way: live and into the result, in order", () => {
+    const shown: string[] = [];
+    const r = recorder(100, { onRawOutput: (_s, raw) => shown.push(raw.text()) });
+    r.rawOutput("stdout", RawText.fromText("\x1b[1mA\n"));
+    r.rawOutput("stdout", new RawText(Buffer.from("B\\n"), 2));
+    expect(shown).toEqual(["\x1b[1mA\n", "B\n"]);
+    expect(r.finish({ event: "done", id: "1", status: "ok" }, calm, limits, "s", null).stdout).toBe("\x1b[1mA\nB\n");
   });
 });

@@ -3,9 +3,9 @@
 // state (killed at its deadline, or the worker died), which the result says in so many words.
 import type { CellDisplays } from "./display_entries.ts";
 import { capEntries, capText, type CappedText, type OutputCollector, type Stream } from "./output.ts";
-import type { RawText } from "../wire/output_frames.ts";
+import { RawText } from "../wire/output_frames.ts";
 import type { ExecResult, ExecStatus } from "../protocol/result.ts";
-import type { DisplayEvent, DoneEvent, ErrorEvent } from "../protocol/runtime.ts";
+import type { DisplayEvent, DoneEvent, ErrorEvent, NameFailure } from "../protocol/runtime.ts";
 import type { ExecuteOptions } from "../protocol/api.ts";
 import { describeExit, type RequestHandlers, type WorkerExit } from "../worker/worker.ts";
 
@@ -24,9 +24,13 @@ export function lostStateNotice(killedAtTimeout: boolean, exit: WorkerExit | nul
   return `The previous worker ${howLost(killedAtTimeout, exit)}; this call ran in a fresh worker and the earlier state is gone.`;
 }
 
-/** What the next call is told when the lost worker's replacement was restored from a snapshot (`state`: which one). */
-export function restoredStateNotice(killedAtTimeout: boolean, exit: WorkerExit | null, state: string): string {
-  return `The previous worker ${howLost(killedAtTimeout, exit)}; this call ran in a fresh worker restored from ${state}.`;
+/**
+ * What the next call is told when the lost worker's replacement was restored from a snapshot (`state`:
+ * which one; `failed`: the names that did not come back).
+ */
+export function restoredStateNotice(killedAtTimeout: boolean, exit: WorkerExit | null, state: string, failed: readonly NameFailure[] = []): string {
+  const missing = failed.length ? `; not restored: ${failed.map((f) => `${f.name} (${f.reason})`).join(", ")}` : "";
+  return `The previous worker ${howLost(killedAtTimeout, exit)}; this call ran in a fresh worker restored from ${state}${missing}.`;
 }
 
 function howLost(killedAtTimeout: boolean, exit: WorkerExit | null): string {
@@ -51,19 +55,30 @@ export class CellRecorder implements RequestHandlers {
     private readonly live: LiveOutput,
   ) {}
 
-  output(stream: Stream, text: string): void {
-    this.collected.add(stream, text);
-    if (this.live.onOutput) callSafely(this.live.onOutput, stream, text);
-  }
-
+  /**
+   * The one way output reaches the cell, whichever way its frame was read (undecoded, or decoded by
+   * JSON.parse: RawText.fromText): kept under the limit and shown live. Unless a caller wants the
+   * text live, it is decoded only if the output limit keeps it.
+   */
   rawOutput(stream: Stream, raw: RawText): void {
-    // Unless a caller wants the text live, it is decoded only if the output limit keeps it.
     if (this.live.onOutput) {
-      this.output(stream, raw.text());
+      const text = raw.text();
+      this.collected.add(stream, text);
+      callSafely(this.live.onOutput, stream, text);
       return;
     }
     this.collected.addRaw(stream, raw);
     if (this.live.onRawOutput) callSafely(this.live.onRawOutput, stream, raw);
+  }
+
+  /**
+   * Shows live what the collector holds already (output that arrived between cells and opens this
+   * one's), so that a live echo and the result agree on where the cell's output starts.
+   */
+  replayLive(stream: Stream, text: string): void {
+    if (text === "") return;
+    if (this.live.onOutput) callSafely(this.live.onOutput, stream, text);
+    else if (this.live.onRawOutput) callSafely(this.live.onRawOutput, stream, RawText.fromText(text));
   }
 
   display(data: Record<string, unknown>, event?: DisplayEvent): void {
@@ -106,52 +121,37 @@ export class CellRecorder implements RequestHandlers {
       } else if (err.ename === "KeyboardInterrupt" && flags.userInterrupted) {
         status = "interrupted";
       }
-      return this.build(status, null, exception, err.traceback.join(""), session, notice, null);
+      return this.build(status, null, exception, err.traceback.join(""), session, notice);
     }
     if (done.status !== "ok") {
       const exception = `RuntimeError: ${done.reason ?? "the runtime reported a failure without a reason"}`;
-      return this.build("error", null, exception, "", session, notice, null);
+      return this.build("error", null, exception, "", session, notice);
     }
-    return this.build("ok", this.value, null, "", session, notice, null);
+    return this.build("ok", this.value, null, "", session, notice);
   }
 
   /**
    * The result of a cell whose worker was lost: killed at the deadline (timeout) or dead (died).
-   * `aftermath` says what became of the session's state (default: it was lost).
+   * `aftermath` says what became of the session's state (default: it was lost). Each thing is said
+   * once: the exception says how the worker was lost, the notice (and `restored`) what became of
+   * the state; the cell's stderr stays the cell's.
    */
   lost(flags: CellFlags, exit: WorkerExit | null, limits: CellLimits, session: string, notice: string | null, aftermath = STATE_LOST): ExecResult {
-    let status: ExecStatus;
-    let lostState: string;
-    let exception: string;
-    if (flags.killed) {
-      status = "timeout";
-      lostState = `The cell exceeded the ${limits.timeoutMs} ms timeout and did not stop within the ${limits.graceMs} ms grace period; the worker was killed and ${aftermath}`;
-      exception = `TimeoutError: ${lostState}`;
-    } else {
-      status = "died";
-      lostState = `The Python worker ${exit ? describeExit(exit) : "died"}; ${aftermath}`;
-      exception = `WorkerDied: ${lostState}`;
-    }
-    return this.build(status, null, exception, "", session, notice ? `${notice} ${lostState}` : lostState, lostState);
+    const exception = flags.killed
+      ? `TimeoutError: The cell exceeded the ${limits.timeoutMs} ms timeout and did not stop within the ${limits.graceMs} ms grace period; the worker was killed`
+      : `WorkerDied: The Python worker ${exit ? describeExit(exit) : "died"}`;
+    const fate = capitalize(aftermath);
+    return this.build(flags.killed ? "timeout" : "died", null, exception, "", session, notice ? `${notice} ${fate}` : fate);
   }
 
-  private build(
-    status: ExecStatus,
-    value: string | null,
-    exception: string | null,
-    traceback: string,
-    session: string,
-    notice: string | null,
-    lostState: string | null,
-  ): ExecResult {
+  private build(status: ExecStatus, value: string | null, exception: string | null, traceback: string, session: string, notice: string | null): ExecResult {
     const duration_ms = performance.now() - this.started;
     const out = this.collected.result();
     const shown = this.displays;
     const cut = out.truncated_bytes + this.cutBytes + shown.cutBytes;
     const result: ExecResult = {
       stdout: out.stdout,
-      // The loss is said after the output limit is applied, so truncation can never cut it off.
-      stderr: lostState ? `${out.stderr}[awrepl] ${lostState}\n` : out.stderr,
+      stderr: out.stderr,
       value,
       exception,
       traceback,
@@ -166,6 +166,10 @@ export class CellRecorder implements RequestHandlers {
     if (notice) result.notice = notice;
     return result;
   }
+}
+
+function capitalize(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 /**

@@ -134,9 +134,11 @@ describe("timeouts, deaths and interrupts", () => {
     const pid = s.pid ?? 0;
     const r = await s.execute("sum(range(10**12))");
     expect(r.status).toBe("timeout");
-    expect(r.exception).toContain("state was lost");
+    expect(r.exception).toContain("the worker was killed");
+    // Said once: in the notice, not in the exception or the cell's stderr.
     expect(r.notice).toContain("state was lost");
-    expect(r.stderr).toContain("state was lost");
+    expect(r.exception).not.toContain("state was lost");
+    expect(r.stderr).not.toContain("state was lost");
     await waitFor(() => !alive(pid), 5000, "the killed worker to be gone");
     const next = await s.execute("1 + 1");
     expect(next.status).toBe("ok");
@@ -306,6 +308,35 @@ describe("output", () => {
     // The wait makes the test hold on a slow machine too (then the line arrives during this cell).
     const r = await s.execute("written.wait(5)\nprint('now')");
     expect(r.stdout).toBe("late\nnow\n");
+  });
+
+  test("live output holds every chunk once and in order, \\u-escaped ones (ESC, NUL) too", async () => {
+    const s = await start();
+    for (const live of ["raw", "text"] as const) {
+      const seen: string[] = [];
+      const options =
+        live === "raw"
+          ? { onRawOutput: (_s: string, raw: { text(): string }) => void seen.push(raw.text()) }
+          : { onOutput: (_s: string, text: string) => void seen.push(text) };
+      const r = await s.execute("import time\nprint('\\x1b[1mA\\x1b[0m\\x00', flush=True); time.sleep(0.05); print('B', flush=True)", options);
+      expect(seen.join("")).toBe("\x1b[1mA\x1b[0m\x00\nB\n");
+      expect(r.stdout).toBe(seen.join(""));
+    }
+  });
+
+  test("output a background thread wrote between cells is shown live as the next cell's first output", async () => {
+    const s = await start();
+    const go = join(fixture.tmp.home, "go");
+    const done = join(fixture.tmp.home, "done");
+    await s.execute(
+      `import os, threading, time\ndef later():\n    while not os.path.exists(${JSON.stringify(go)}): time.sleep(0.01)\n    print('late', flush=True)\n    open(${JSON.stringify(done)}, 'w').close()\nthreading.Thread(target=later, daemon=True).start()`,
+    );
+    writeFileSync(go, "");
+    await waitFor(() => existsSync(done), 10_000, "the thread to print");
+    const seen: string[] = [];
+    const r = await s.execute("print('now')", { onRawOutput: (_s, raw) => void seen.push(raw.text()) });
+    expect(r.stdout).toBe("late\nnow\n");
+    expect(seen.join("")).toBe("late\nnow\n");
   });
 
   test("multi-byte output survives intact", async () => {
@@ -512,13 +543,13 @@ describe.skipIf(process.platform !== "linux")("a worker gone before the session 
 });
 
 describe("the loss of state is always said", () => {
-  test("a tiny output limit cannot cut the timeout's message off", async () => {
+  test("a tiny output limit cannot cut the timeout's message off: it is in the notice", async () => {
     const s = await start({ timeoutMs: 300, graceMs: 200, maxOutputBytes: 50 });
     // The sleep lets the printed text ship before the C loop holds the GIL.
     const r = await s.execute("import time\nprint('z' * 500, flush=True)\ntime.sleep(0.2)\nsum(range(10**12))", { timeoutMs: 600 });
     expect(r.status).toBe("timeout");
     expect(r.truncated).toBe(true);
-    expect(r.stderr).toEndWith("the session's state was lost. The next call starts a fresh worker.\n");
+    expect(r.notice).toEndWith("The session's state was lost. The next call starts a fresh worker.");
   });
 });
 

@@ -478,7 +478,7 @@ export class ReplSession implements Session {
     if (this.figureFormat !== "png") request.figure_format = this.figureFormat;
     const limit = options.maxOutputBytes ?? this.maxOutputBytes;
     const sent = await this.send(request, limits.timeoutMs, {
-      handlers: () => new CellRecorder(this.takeOutputCollector(limit), new CellDisplays(this.displays, this.displayMaxEntries, limit), options),
+      handlers: () => this.cellRecorder(limit, options),
       signal: options.signal,
     });
     const { done, call, worker } = sent;
@@ -502,17 +502,26 @@ export class ReplSession implements Session {
     return { result, lostWorker: done === null };
   }
 
-  /** A collector for the next cell, opened by any output that arrived between cells. */
-  private takeOutputCollector(limit: number): OutputCollector {
+  /**
+   * The recorder of the next cell. Output that arrived between cells (background threads) opens its
+   * output: in the result, and live, so that a live echo shows it once and in its place.
+   */
+  private cellRecorder(limit: number, live: LiveOutput): CellRecorder {
+    const displays = new CellDisplays(this.displays, this.displayMaxEntries, limit);
     const stray = this.stray;
-    if (!stray) return new OutputCollector(limit);
+    if (!stray) return new CellRecorder(new OutputCollector(limit), displays, live);
     this.stray = null;
-    if (stray.limit === limit) return stray;
-    const output = new OutputCollector(limit);
-    const s = stray.result();
-    output.add("stdout", s.stdout);
-    output.add("stderr", s.stderr);
-    return output;
+    const opening = stray.result();
+    let collector = stray;
+    if (stray.limit !== limit) {
+      collector = new OutputCollector(limit);
+      collector.add("stdout", opening.stdout);
+      collector.add("stderr", opening.stderr);
+    }
+    const recorder = new CellRecorder(collector, displays, live);
+    recorder.replayLive("stdout", opening.stdout);
+    recorder.replayLive("stderr", opening.stderr);
+    return recorder;
   }
 
   private snapshotTarget(path?: string): string {

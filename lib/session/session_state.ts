@@ -63,7 +63,7 @@ export class NextResultNotices {
 
   /** A worker lost between calls (`loss`) was replaced; `back` says whether the latest snapshot came back. */
   recovered(loss: Loss, back: Recovery | null): void {
-    if (back && "report" in back) this.news = { restored: back.report, notice: restoredStateNotice(loss.killed, loss.exit, back.state) };
+    if (back && "report" in back) this.news = { restored: back.report, notice: restoredStateNotice(loss.killed, loss.exit, back.state, back.report.failed) };
     else if (back) this.news = { lost: `${lostStateNotice(loss.killed, loss.exit)} (${capitalize(back.state)} could not be restored: ${back.error}.)` };
     // Nothing to go back to: an earlier loss not yet told (often this one's cause, said in more detail) stays.
     else if (!this.news || !("lost" in this.news)) this.lost(loss);

@@ -16,7 +16,7 @@ import { killGroup, processAlive } from "../core/process.ts";
 import { LineSplitter } from "../wire/lines.ts";
 import { PipeWriter } from "../wire/pipe_writer.ts";
 import type { DisplayEvent, DoneEvent, ErrorEvent, IdRequest, ReadyEvent, RuntimeEvent, WorkerFacts } from "../protocol/runtime.ts";
-import { type RawText, readOutputFrame } from "../wire/output_frames.ts";
+import { RawText, readOutputFrame } from "../wire/output_frames.ts";
 import { PIECE_BYTES, readDataFrame } from "./payload.ts";
 import { describeStartFailure, describeStartTimeout, kindOf, transportFailure, transportName, type WorkerKind } from "./transport_failure.ts";
 
@@ -576,14 +576,17 @@ export class Worker {
     return (id === null ? undefined : this.pending.get(id)) ?? this.active;
   }
 
-  /** Output to its owner's handlers: undecoded when it came undecoded and they take it so; else to the listeners. */
-  private deliverOutput(stream: "stdout" | "stderr", id: string | null, output: RawText | string): void {
+  /**
+   * Output to its owner's handlers, one path whichever way the frame was read (raw, or decoded by
+   * JSON.parse: a \u escape); the text decoded only for handlers that want it so; else to the listeners.
+   */
+  private deliverOutput(stream: "stdout" | "stderr", id: string | null, output: RawText): void {
     const handlers = this.ownerOf(id)?.handlers;
-    if (typeof output !== "string" && handlers?.rawOutput) {
+    if (handlers?.rawOutput) {
       handlers.rawOutput(stream, output);
       return;
     }
-    const text = typeof output === "string" ? output : output.text();
+    const text = output.text();
     if (handlers?.output) handlers.output(stream, text);
     else this.listeners.onUnclaimedOutput?.(stream, text);
   }
@@ -608,7 +611,7 @@ export class Worker {
     switch (event.event) {
       case "stdout":
       case "stderr":
-        this.deliverOutput(event.event, event.id, event.text);
+        this.deliverOutput(event.event, event.id, RawText.fromText(event.text));
         return;
       case "result":
         this.pending.get(event.id)?.handlers?.result?.(event.text);

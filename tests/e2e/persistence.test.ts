@@ -168,7 +168,7 @@ describe("autosave", () => {
       expect(killed.code).toBe(124);
       const result = JSON.parse(killed.stdout) as ExecResult;
       expect(result.status).toBe("timeout");
-      expect(result.exception).toContain("went back to its snapshot of");
+      expect(result.notice).toContain("went back to its snapshot of");
       expect(result.restored?.source).toBe(join(home, "snapshots", "auto.pkl"));
       expect(await ok(["-s", "auto", "run", "add(4)\ntotal"], home)).toBe("10\n");
     }),
@@ -193,7 +193,7 @@ describe("autosave", () => {
       await ok(["-s", "plain", "run", "x = 1"], home);
       const killed = await json(["-s", "plain", "run", "--timeout", "500", "sum(range(10**12))"], home);
       expect(killed.status).toBe("timeout");
-      expect(killed.exception).toContain("the session's state was lost");
+      expect(killed.notice).toContain("The session's state was lost");
       expect(killed.restored).toBeUndefined();
     }),
   60_000);
