@@ -154,6 +154,14 @@ describe("LiveEcho", () => {
     live.output("stdout", "aéé");
     expect(written).toEqual(["aé"]);
   });
+
+  test("a limit of 0 is none: everything is echoed", () => {
+    const written: string[] = [];
+    const live = new LiveEcho(0, (_s, text) => written.push(text));
+    live.output("stdout", "x".repeat(100_000));
+    expect(written.join("").length).toBe(100_000);
+    expect(LiveEcho.headBytes(0)).toBe(Number.POSITIVE_INFINITY);
+  });
 });
 
 describe("a lost worker", () => {

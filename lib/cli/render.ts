@@ -9,6 +9,7 @@
 // needs to act; `--traceback` shows every frame. JSON mode: exactly one object, the ExecResult.
 import { fileMimes, isTextMime, representations, storedAsFile } from "../session/mime.ts";
 import { utf8Length, utf8Prefix } from "../session/output.ts";
+import { byteLimit } from "../core/limits.ts";
 import type { DisplayItem, ExecResult } from "../protocol/result.ts";
 import type { RawText } from "../wire/output_frames.ts";
 import { writeStream } from "./stdio.ts";
@@ -214,7 +215,12 @@ export class LiveEcho {
     limit: number,
     private readonly write: (stream: "stdout" | "stderr", text: string) => void,
   ) {
-    this.headLeft = Math.ceil(Math.max(0, limit) / 2);
+    this.headLeft = LiveEcho.headBytes(limit);
+  }
+
+  /** How much of a cell's output the echo shows for output limit `limit`: the result's head (Infinity: no limit). */
+  static headBytes(limit: number): number {
+    return Math.ceil(byteLimit(Math.max(0, limit)) / 2);
   }
 
   /** Output not decoded yet: decoded only while the head has room. */

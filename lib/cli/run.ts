@@ -104,7 +104,8 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
     if (live) {
       execOptions.onRawOutput = (stream, raw) => live.outputRaw(stream, raw);
       // The echo shows the first half of maxOutputBytes (LiveEcho); a supervisor sends no more than that.
-      execOptions.liveLimit = Math.ceil(Math.max(0, maxOutputBytes) / 2);
+      const head = LiveEcho.headBytes(maxOutputBytes);
+      if (Number.isFinite(head)) execOptions.liveLimit = head;
     }
     const execution = session.execute(code, execOptions).catch((err: unknown) => {
       if (abandoned) return "gave up" as const; // we closed its worker ourselves

@@ -3,11 +3,19 @@
 // the environment, a config file, a library option, a supervisor request).
 import { usageError } from "./errors.ts";
 
-/** The built-in defaults (DESIGN.md); config files and flags override them. */
+/**
+ * What 0 means for every limit and duration (a timeout, the output cap, the snapshot caps, the idle
+ * limits): none. This is the one place that says so for a byte limit: 0 becomes a limit no size reaches.
+ */
+export function byteLimit(limit: number): number {
+  return limit === 0 ? Number.POSITIVE_INFINITY : limit;
+}
+
+/** The built-in defaults (DESIGN.md); config files and flags override them. 0 means none (byteLimit). */
 export const DEFAULTS = {
   /** Per-cell timeout in ms; 0 = none. */
   timeoutMs: 30_000,
-  /** Output cap per cell (stdout+stderr, UTF-8 bytes). */
+  /** Output cap per cell (stdout+stderr, UTF-8 bytes); 0 = none. */
   maxOutputBytes: 65_536,
   /** Grace period between the deadline's interrupt and the kill. */
   graceMs: 2_000,
@@ -17,7 +25,7 @@ export const DEFAULTS = {
   sessionIdleMs: 0,
   /** Snapshot after every cell that changed the namespace. */
   autosave: false,
-  /** Snapshot size caps (the whole payload, one name). */
+  /** Snapshot size caps (the whole payload, one name); 0 = none. */
   snapshotMaxBytes: 512 * 1024 * 1024,
   snapshotMaxVariableBytes: 128 * 1024 * 1024,
   /** Display files kept per session folder (the oldest go first); 0 = no limit. */

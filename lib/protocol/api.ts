@@ -21,7 +21,7 @@ export type SandboxProfile = {
 export type SessionOptions = {
   /** Per-cell timeout in ms; 0 means none. Default 30 000. */
   timeoutMs?: number;
-  /** Cap on stdout+stderr kept per cell, in UTF-8 bytes. Default 65 536. */
+  /** Cap on stdout+stderr kept per cell, in UTF-8 bytes; 0 means none. Default 65 536. */
   maxOutputBytes?: number;
   /** After an interrupt at the deadline, how long to wait before killing the worker. Default 2 000. */
   graceMs?: number;

@@ -8,6 +8,7 @@ import type { DisplayFileInfo, DisplayItem } from "../protocol/result.ts";
 import type { DisplayFiles } from "./display.ts";
 import { isTextMime, storedAsFile } from "./mime.ts";
 import { capText, utf8Length } from "./output.ts";
+import { byteLimit } from "../core/limits.ts";
 
 const BASE64 = /^[A-Za-z0-9+/\s]*={0,2}\s*$/;
 /** Below this many bytes per text payload an entry's text is left out rather than cut to nothing useful. */
@@ -23,13 +24,13 @@ export class CellDisplays {
   cutBytes = 0;
   private textLeft: number;
 
-  /** `maxEntries`: 0 = no limit; `textLimit`: the cell's output limit, shared by every entry's text. */
+  /** `maxEntries`: 0 = no limit; `textLimit`: the cell's output limit (0 = none), shared by every entry's text. */
   constructor(
     private readonly files: DisplayFiles,
     private readonly maxEntries: number,
     textLimit: number,
   ) {
-    this.textLeft = textLimit;
+    this.textLeft = byteLimit(textLimit);
   }
 
   /** One display event as an entry of the result; null when it is dropped. */

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { capEntries, capText, OutputCollector, truncationMarker, utf8Length, utf8Prefix, utf8Suffix } from "./output.ts";
+import { RawText } from "../wire/output_frames.ts";
 
 /**
  * Checks that `kept` is a head of `written`, one marker line, and a tail of `written`, with exactly the
@@ -136,10 +137,14 @@ describe("OutputCollector", () => {
     expect(c.totalBytes).toBe(1280 * 8192);
   });
 
-  test("a zero limit drops everything and says so", () => {
+  test("a zero limit is no limit, as a timeout of 0 is none: everything is kept, raw pieces too", () => {
     const c = new OutputCollector(0);
-    c.add("stdout", "abc");
-    expect(c.result()).toEqual({ stdout: truncationMarker(3), stderr: "", truncated: true, truncated_bytes: 3 });
+    const big = "y".repeat(200_000);
+    c.add("stdout", big);
+    c.addRaw("stdout", RawText.fromText("z"));
+    c.add("stderr", "e");
+    expect(c.result()).toEqual({ stdout: `${big}z`, stderr: "e", truncated: false, truncated_bytes: 0 });
+    expect(capText(big, c.limit)).toEqual({ text: big, dropped: 0 });
   });
 
   test("rejects a negative limit", () => {

@@ -7,6 +7,7 @@
 // piece is only counted and, if it is still in the tail when the result is made, decoded. The tail
 // drops whole pieces as later ones arrive and cuts inside its first piece only in result(), so a
 // piece passing through is never decoded; it holds at most the tail's limit plus one piece.
+import { byteLimit } from "../core/limits.ts";
 import type { RawText } from "../wire/output_frames.ts";
 
 export type Stream = "stdout" | "stderr";
@@ -147,11 +148,13 @@ export class OutputCollector {
   /** Total bytes received, kept or not. */
   totalBytes = 0;
 
+  /** `limit`: UTF-8 bytes kept; 0 (or Infinity) keeps everything (lib/core/limits.ts byteLimit). */
   constructor(limit: number) {
-    if (!Number.isFinite(limit) || limit < 0) throw new RangeError(`Output limit must be a non-negative number, not ${limit}`);
-    this.limit = Math.floor(limit);
+    if (Number.isNaN(limit) || limit < 0) throw new RangeError(`Output limit must be a non-negative number, not ${limit}`);
+    this.limit = byteLimit(Math.floor(limit));
     this.headLimit = Math.ceil(this.limit / 2);
-    this.tailLimit = this.limit - this.headLimit;
+    // With no limit everything is head: the tail is never reached.
+    this.tailLimit = Number.isFinite(this.limit) ? this.limit - this.headLimit : Number.POSITIVE_INFINITY;
   }
 
   add(stream: Stream, text: string): void {

@@ -12,7 +12,7 @@ import { CellRecorder, type LiveOutput } from "./cell.ts";
 import { DisplayFiles, displayFolder } from "./display.ts";
 import { CellDisplays } from "./display_entries.ts";
 import { AwreplError } from "../core/errors.ts";
-import { checkLimits, DEFAULTS, FIGURE_FORMATS, type FigureFormat } from "../core/limits.ts";
+import { byteLimit, checkLimits, DEFAULTS, FIGURE_FORMATS, type FigureFormat } from "../core/limits.ts";
 import { OutputCollector } from "./output.ts";
 import { ensurePrivateDir, stateDir } from "../settings/home.ts";
 import { checkSessionName } from "../core/names.ts";
@@ -513,7 +513,7 @@ export class ReplSession implements Session {
     this.stray = null;
     const opening = stray.result();
     let collector = stray;
-    if (stray.limit !== limit) {
+    if (stray.limit !== byteLimit(limit)) {
       collector = new OutputCollector(limit);
       collector.add("stdout", opening.stdout);
       collector.add("stderr", opening.stderr);

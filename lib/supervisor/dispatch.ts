@@ -5,6 +5,7 @@
 // reaches another.
 import { existsSync } from "node:fs";
 import { AwreplError } from "../core/errors.ts";
+import { byteLimit } from "../core/limits.ts";
 import { AWREPL_VERSION, buildId, SUPERVISOR_PROTOCOL } from "../core/version.ts";
 import type {
   ClientRequest,
@@ -164,7 +165,7 @@ async function execute(sessions: SessionTable, client: ClientConnection, session
   const stream = request.stream === true;
   // Past the client's live_limit its output is not shown: not forwarding it saves copying (and
   // buffering, for a slow reader) what the result's head and tail carry anyway.
-  let liveLeft = request.live_limit ?? Number.POSITIVE_INFINITY;
+  let liveLeft = byteLimit(request.live_limit ?? 0);
   const result = await session.execute(request.code, {
     timeoutMs: request.timeout_ms,
     maxOutputBytes: request.max_output_bytes,

@@ -25,7 +25,7 @@ export function registerServeCommand(program: Command, ctx: CliContext, setExit?
     .command("serve")
     .description("interactive REPL on the session; with stdin not a terminal, run the statements it reads")
     .option("--timeout <ms>", "per-cell timeout in ms, 0 = none (default: none at a terminal, the configured one when piped)")
-    .option("--max-output <bytes>", "stdout+stderr kept per cell (default 65536)")
+    .option("--max-output <bytes>", "stdout+stderr kept per cell, 0 = no limit (default 65536)")
     .option("--exit-on-error", "with piped stdin: stop at the first cell that fails")
     .addHelpText(
       "after",
