@@ -44,6 +44,11 @@ export class SupervisorConnection {
   /** What every request but stop fails with once the hello said the versions differ. */
   #mismatch: AwreplError | null = null;
   #wedged = false;
+  /**
+   * An error the supervisor sent without an id (it could not read the request it answers), kept as the
+   * reason if the connection then closes: a request too large is said this way just before the close.
+   */
+  #lastWords: AwreplError | null = null;
   /** The supervisor's hello; rejects if the connection closes first. */
   readonly hello: Promise<HelloReply>;
 
@@ -166,6 +171,10 @@ export class SupervisorConnection {
       this.#onHello(reply as HelloReply);
       return;
     }
+    if (reply.event === "error" && reply.id === null) {
+      this.#lastWords = new AwreplError(isErrorCode(reply.code) ? reply.code : "internal", reply.message);
+      return;
+    }
     const pending = reply.id === null ? undefined : this.#pending.get(reply.id);
     if (!pending) return; // a reply for a request we gave up on
     switch (reply.event) {
@@ -210,6 +219,10 @@ export class SupervisorConnection {
   }
 
   #onClose(error?: Error): void {
+    if (this.#lastWords) {
+      this.#fail(this.#lastWords);
+      return;
+    }
     const why = error ? `: ${error.message}` : "";
     this.#fail(new AwreplError("supervisor_unreachable", `The supervisor closed the connection${why} (its log: ${this.layout.log})`));
   }
