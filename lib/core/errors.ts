@@ -25,6 +25,8 @@ const EXIT_FOR_CODE = {
   session_not_found: ExitCode.usage,
   session_exists: ExitCode.usage,
   session_busy: ExitCode.usage, // (MCP) the cell this server reported as running has not been collected or interrupted yet
+  session_closed: ExitCode.internal, // the call's session was closed (close, a stop) before or while it ran
+  cancelled: ExitCode.interrupted, // a call withdrawn by its client before it ran
   name_not_found: ExitCode.cellRaised, // inspect of an unknown name
   snapshot_failed: ExitCode.internal,
   restore_failed: ExitCode.internal,

@@ -19,7 +19,7 @@ export type SandboxProfile = {
 };
 
 export type SessionOptions = {
-  /** Per-cell timeout in ms; 0 means none. Default 30 000. */
+  /** Per-cell timeout in ms; 0 means none. It covers the wait for the call's turn too. Default 30 000. */
   timeoutMs?: number;
   /** Cap on stdout+stderr kept per cell, in UTF-8 bytes; 0 means none. Default 65 536. */
   maxOutputBytes?: number;

@@ -37,6 +37,35 @@ function howLost(killedAtTimeout: boolean, exit: WorkerExit | null): string {
   return killedAtTimeout ? "was killed after a timeout" : exit ? describeExit(exit) : "died";
 }
 
+/** Why a cell never ran: its timeout ran out while it waited for its turn, or it was withdrawn (Ctrl-C). */
+export type NeverRan = { why: "timeout"; timeoutMs: number } | { why: "withdrawn" };
+
+/**
+ * The result of a cell that never ran: it waited for its turn behind other calls of `session` for
+ * `waitedMs`, and its timeout (which covers the wait) ran out, or its caller withdrew it. Its status is
+ * the one it would have had (timeout, interrupted) and its exception says it never ran.
+ */
+export function neverRanResult(session: string, waitedMs: number, reason: NeverRan): ExecResult {
+  const waited = `it waited ${Math.round(waitedMs)} ms for its turn behind other calls of session ${session} and never ran; the session's state is untouched`;
+  const exception =
+    reason.why === "timeout"
+      ? `TimeoutError: The cell's ${reason.timeoutMs} ms timeout, which covers the wait for its turn, ran out: ${waited}`
+      : `KeyboardInterrupt: The cell was withdrawn before it ran: ${waited}`;
+  return {
+    stdout: "",
+    stderr: "",
+    value: null,
+    exception,
+    traceback: "",
+    duration_ms: waitedMs,
+    truncated: false,
+    truncated_bytes: 0,
+    status: reason.why === "timeout" ? "timeout" : "interrupted",
+    session,
+    display: [],
+  };
+}
+
 /** Said after a loss when nothing could be restored. */
 const STATE_LOST = "the session's state was lost. The next call starts a fresh worker.";
 

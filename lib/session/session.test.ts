@@ -466,6 +466,29 @@ describe("deadlines and closing while busy", () => {
     expect(r.value).toBe("2");
     expect(r.notice).toContain("earlier state is gone");
   });
+
+  test("a call waiting behind a busy one: its timeout covers the wait, and one that runs out never runs", async () => {
+    const s = await start();
+    const release = join(fixture.tmp.home, "release");
+    let holding = false;
+    const holder = s.execute(`import os, time\nprint('holding', flush=True)\nwhile not os.path.exists(${JSON.stringify(release)}): time.sleep(0.02)`, {
+      timeoutMs: 0,
+      onOutput: () => void (holding = true),
+    });
+    await waitFor(() => holding, 10_000, "the first cell to run");
+    const queued = await s.execute("ran = True", { timeoutMs: 300 });
+    expect(queued.status).toBe("timeout");
+    expect(queued.exception).toContain("never ran");
+    expect(queued.exception).toContain("300 ms timeout");
+    // Withdrawn while it waits: interrupted, and it never runs either.
+    const abort = new AbortController();
+    const withdrawn = s.execute("ran = True", { timeoutMs: 0, signal: abort.signal });
+    abort.abort();
+    expect((await withdrawn).status).toBe("interrupted");
+    writeFileSync(release, "");
+    expect((await holder).status).toBe("ok");
+    expect((await s.execute("'ran' in globals()")).value).toBe("False");
+  });
 });
 
 /**

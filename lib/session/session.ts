@@ -8,7 +8,7 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { CallQueue } from "./call_queue.ts";
-import { CellRecorder, type LiveOutput } from "./cell.ts";
+import { CellRecorder, type LiveOutput, type NeverRan, neverRanResult } from "./cell.ts";
 import { DisplayFiles, displayFolder } from "./display.ts";
 import { CellDisplays } from "./display_entries.ts";
 import { AwreplError } from "../core/errors.ts";
@@ -72,7 +72,11 @@ export type ReplSessionInfo = {
 };
 
 type RequestBody = Parameters<Worker["request"]>[0];
-type CellOptions = ExecuteOptions & Pick<LiveOutput, "onRawOutput">;
+type CellOptions = ExecuteOptions &
+  Pick<LiveOutput, "onRawOutput"> & {
+    /** How long the call already waited for its turn elsewhere (the supervisor's queue): its timeout covers that too. */
+    queuedMs?: number;
+  };
 
 export class ReplSession implements Session {
   readonly id: string;
@@ -193,7 +197,11 @@ export class ReplSession implements Session {
     return this.slot.state === "ready" ? workerFacts(this.slot.worker, timeoutMs) : Promise.resolve(null);
   }
 
-  /** `onRawOutput` (not part of Session) gets live output undecoded: the supervisor forwards it as is. */
+  /**
+   * `onRawOutput` (not part of Session) gets live output undecoded: the supervisor forwards it as is.
+   * The timeout covers the wait for the call's turn too: a call still waiting when it runs out never
+   * runs, nor does one whose signal aborts while it waits; the result says so (neverRanResult).
+   */
   execute(code: string, options: CellOptions = {}): Promise<ExecResult> {
     if (typeof code !== "string") return Promise.reject(new AwreplError("usage", `Code must be a string, not ${typeof code}`));
     try {
@@ -201,21 +209,44 @@ export class ReplSession implements Session {
     } catch (err) {
       return Promise.reject(err);
     }
-    if (!this.autosave) return this.calls.add(async () => (await this.runCell(code, options)).result);
-    // The result goes back at once; the autosave runs after it in the same turn of the queue, so the
-    // next call (and a kill it may cause) only ever finds the namespace saved.
-    return new Promise<ExecResult>((resolveResult, rejectResult) => {
+    const timeoutMs = options.timeoutMs ?? this.timeoutMs;
+    const arrived = performance.now() - (options.queuedMs ?? 0);
+    const call = new Promise<ExecResult>((resolveResult, rejectResult) => {
+      let turn: "waiting" | "started" | "gone" = "waiting";
+      let stopWaiting = () => {};
+      const giveUp = (reason: NeverRan) => {
+        if (turn !== "waiting") return;
+        turn = "gone";
+        stopWaiting();
+        resolveResult(neverRanResult(this.id, performance.now() - arrived, reason));
+      };
       this.calls
-        .add(async () => {
-          const { result, lostWorker } = await this.runCell(code, options);
+        .add(async (): Promise<ExecResult | undefined> => {
+          if (turn === "gone") return undefined;
+          const waited = performance.now() - arrived;
+          if (timeoutMs > 0 && waited >= timeoutMs) return void giveUp({ why: "timeout", timeoutMs });
+          turn = "started";
+          stopWaiting();
+          const { result, lostWorker } = await this.runCell(code, options, waited);
           // A cell that lost its worker left nothing new to save (and its replacement may be empty).
-          const kept = !lostWorker && this.slot.state === "ready";
+          if (!this.autosave || lostWorker || this.slot.state !== "ready") return result;
+          // The result goes back at once; the autosave runs after it in the same turn of the queue, so
+          // the next call (and a kill it may cause) only ever finds the namespace saved.
           resolveResult(result);
-          if (kept) await this.snapshots.autosave(() => this.closed);
+          await this.snapshots.autosave(() => this.closed);
+          return result;
         })
-        .catch(rejectResult);
+        // Settled after the queue has counted this call done: the caller's next call starts at once.
+        .then((result) => result && resolveResult(result), rejectResult);
+      // Behind another call: bounded by the timeout, and withdrawn by an abort.
+      if (turn === "waiting") stopWaiting = boundWait(timeoutMs, timeoutMs - (performance.now() - arrived), options.signal, giveUp);
     });
+    // A caller may await it later (after a close() that rejects it, say): not an unhandled rejection meanwhile.
+    call.catch(() => {});
+    return call;
   }
+
+
 
   async variables(): Promise<Record<string, string>> {
     const done = await this.calls.add(() => this.control({ type: "variables" }));
@@ -469,15 +500,17 @@ export class ReplSession implements Session {
     return done;
   }
 
-  private async runCell(code: string, options: CellOptions): Promise<{ result: ExecResult; lostWorker: boolean }> {
+  /** Runs one cell; `waitedMs` of its timeout went to waiting for its turn. */
+  private async runCell(code: string, options: CellOptions, waitedMs: number): Promise<{ result: ExecResult; lostWorker: boolean }> {
     const limits = { timeoutMs: options.timeoutMs ?? this.timeoutMs, graceMs: this.graceMs };
+    const deadline = limits.timeoutMs > 0 ? Math.max(1, limits.timeoutMs - waitedMs) : 0;
     // `filename` (run -f): the runtime names the file in tracebacks and sets __file__ for the cell.
     const request: RequestBody = options.filename ? { type: "execute", code, filename: options.filename } : { type: "execute", code };
     // The runtime stops building display entries past the cap (1,000 figures are not all rendered).
     if (this.displayMaxEntries > 0) request.max_display_entries = this.displayMaxEntries;
     if (this.figureFormat !== "png") request.figure_format = this.figureFormat;
     const limit = options.maxOutputBytes ?? this.maxOutputBytes;
-    const sent = await this.send(request, limits.timeoutMs, {
+    const sent = await this.send(request, deadline, {
       handlers: () => this.cellRecorder(limit, options),
       signal: options.signal,
     });
@@ -527,6 +560,24 @@ export class ReplSession implements Session {
   private snapshotTarget(path?: string): string {
     return path ? resolve(this.cwd, path) : this.snapshots.defaultPath();
   }
+}
+
+/**
+ * Gives up on a call waiting for its turn when its timeout (`timeoutMs`, 0 = none; `leftMs` of it
+ * left) runs out or when `signal` aborts; returns the disarm.
+ */
+function boundWait(timeoutMs: number, leftMs: number, signal: AbortSignal | undefined, giveUp: (reason: NeverRan) => void): () => void {
+  if (signal?.aborted) {
+    giveUp({ why: "withdrawn" });
+    return () => {};
+  }
+  const timer = timeoutMs > 0 ? setTimeout(() => giveUp({ why: "timeout", timeoutMs }), Math.max(0, leftMs)) : undefined;
+  const onAbort = () => giveUp({ why: "withdrawn" });
+  signal?.addEventListener("abort", onAbort, { once: true });
+  return () => {
+    clearTimeout(timer);
+    signal?.removeEventListener("abort", onAbort);
+  };
 }
 
 function closedError(id: string): AwreplError {

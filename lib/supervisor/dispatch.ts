@@ -14,7 +14,9 @@ import type {
   HelloRequest,
   SessionCallRequest,
 } from "../protocol/supervisor.ts";
+import type { Config } from "../settings/config.ts";
 import type { HomeLayout } from "../settings/home.ts";
+import { neverRanResult } from "../session/cell.ts";
 import type { ReplSession } from "../session/session.ts";
 import { defaultSnapshotPath, savedSessionNames } from "../session/snapshot_files.ts";
 import type { ClientConnection } from "./client_connection.ts";
@@ -25,6 +27,8 @@ import { asAwreplError, type Call, type SessionTable } from "./session_table.ts"
 /** What request handling needs of the supervisor. */
 export type RequestHost = {
   readonly layout: HomeLayout;
+  /** The defaults a request that names none gets (the timeout a queued call waits at most). */
+  readonly config: Pick<Config, "timeoutMs">;
   readonly sessions: SessionTable;
   readonly log: (line: string) => void;
   /** True once a stop has begun: requests are refused. */
@@ -141,8 +145,8 @@ function queue(host: RequestHost, client: ClientConnection, request: QueuedReque
     abort: new AbortController(),
     detach: request.type === "execute" && request.detach === true,
     fail: (error) => client.error(id, error),
-    run: async (session, signal) => {
-      if (request.type === "execute") return execute(host.sessions, client, session, request, call, created);
+    run: async (session, signal, waitedMs) => {
+      if (request.type === "execute") return execute(host.sessions, client, session, request, call, created, waitedMs);
       if (request.type === "open") return client.reply({ event: "ok", id, value: { created, pid: session.pid } });
       // Its client went away (or cancelled it): interrupt the request too, a listing stuck in a __repr__ say.
       const onAbort = () => void session.interrupt();
@@ -154,10 +158,29 @@ function queue(host: RequestHost, client: ClientConnection, request: QueuedReque
       }
     },
   };
+  if (request.type === "execute") {
+    // A cell's timeout covers the wait for its turn; one that never ran is answered with a result saying so.
+    call.waitLimit = (session) => request.timeout_ms ?? session?.timeoutMs ?? request.spec?.timeout_ms ?? host.config.timeoutMs;
+    call.neverRan = (reason, waitedMs) => {
+      const result = neverRanResult(name, waitedMs, reason);
+      // A detached call that ran out of time is finished like one that ran (its client may be gone); a
+      // withdrawn one was not wanted by its client, which is told.
+      if (reason.why === "timeout" && call.detach && !host.sessions.finishDetached(name, call, result)) return;
+      client.reply({ event: "result", id, result });
+    };
+  }
   created = host.sessions.submit(name, request.spec, call);
 }
 
-async function execute(sessions: SessionTable, client: ClientConnection, session: ReplSession, request: ExecuteCallRequest, call: Call, created: boolean): Promise<void> {
+async function execute(
+  sessions: SessionTable,
+  client: ClientConnection,
+  session: ReplSession,
+  request: ExecuteCallRequest,
+  call: Call,
+  created: boolean,
+  waitedMs: number,
+): Promise<void> {
   const { id, session: name } = request;
   const signal = call.abort.signal;
   // Asked for by a later caller (`run --autosave`): switched on, never off, by a spec.
@@ -171,6 +194,7 @@ async function execute(sessions: SessionTable, client: ClientConnection, session
     maxOutputBytes: request.max_output_bytes,
     filename: request.filename,
     signal,
+    queuedMs: waitedMs,
     // Forwarded as the runtime wrote it: never decoded and re-encoded here.
     onRawOutput: stream
       ? (s, raw) => {

@@ -6,11 +6,14 @@
 // session (the next replaces it), until a `collect` hands it out; `collect` also waits for the
 // session's detached calls still queued or running. An agent host that kills and restarts its MCP
 // server (a client like any other) thus loses neither the cell nor its result.
+// A call that waits behind others waits no longer than its timeout: one still waiting when that runs
+// out, or withdrawn by its client, never runs, and is answered so.
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { AwreplError } from "../core/errors.ts";
 import type { ExecResult } from "../protocol/result.ts";
 import type { CollectValue, RequestId, SessionInfo, SessionSpec } from "../protocol/supervisor.ts";
+import type { NeverRan } from "../session/cell.ts";
 import type { ReplSession } from "../session/session.ts";
 
 /** How long `sessions` waits for a worker's own facts before it shows the last ones. */
@@ -25,8 +28,13 @@ export type Call = {
   readonly abort: AbortController;
   /** A detached execute: it outlives its connection, and its result may be kept for `collect`. */
   readonly detach?: boolean;
-  run(session: ReplSession, signal: AbortSignal): Promise<void>;
+  /** `waitedMs`: how long it waited for its turn behind other calls (its timeout covers that time too). */
+  run(session: ReplSession, signal: AbortSignal, waitedMs: number): Promise<void>;
   fail(error: AwreplError): void;
+  /** How long it may wait for its turn behind other calls (0: no bound), given the session if it runs yet. Default: no bound. */
+  waitLimit?(session: ReplSession | null): number;
+  /** Answers a call that never ran: its wait ran out, or its client withdrew it. Without it, fail() says so. */
+  neverRan?(reason: NeverRan, waitedMs: number): void;
 };
 
 /** What the table knows of a detached call besides the Call itself. */
@@ -47,6 +55,9 @@ type Collector = {
   resolve(value: CollectValue): void;
 };
 
+/** A call waiting behind others: since when, and the timer that ends its wait. */
+type Wait = { since: number; timer: ReturnType<typeof setTimeout> | undefined };
+
 type Entry = {
   name: string;
   spec: SessionSpec;
@@ -64,6 +75,8 @@ type Entry = {
 export class SessionTable {
   private readonly entries = new Map<string, Entry>();
   private readonly detached = new WeakMap<Call, Detached>();
+  /** The calls waiting behind others (not the first call of a session that is starting). */
+  private readonly waits = new Map<Call, Wait>();
 
   constructor(
     private readonly factory: SessionFactory,
@@ -105,8 +118,10 @@ export class SessionTable {
       created = true;
     }
     if (call.detach) this.detached.set(call, { ownerGone: false, keep: false, startedAt: null });
+    const behind = entry.running !== null || entry.queue.length > 0;
     entry.queue.push(call);
     this.pump(entry);
+    if (behind && entry.queue.includes(call)) this.startWait(entry, call);
     return created;
   }
 
@@ -127,8 +142,10 @@ export class SessionTable {
     for (const entry of this.entries.values()) {
       const i = entry.queue.findIndex((c) => c.owner === owner && c.id === id);
       if (i >= 0) {
-        const [call] = entry.queue.splice(i, 1);
-        call?.fail(new AwreplError("internal", "Cancelled before it ran"));
+        const [call] = entry.queue.splice(i, 1) as [Call];
+        const waitedMs = this.endWait(call);
+        if (call.neverRan) call.neverRan({ why: "withdrawn" }, waitedMs);
+        else call.fail(new AwreplError("cancelled", `Withdrawn before it ran (it waited for its turn in session ${entry.name})`));
         this.wake(entry);
         return true;
       }
@@ -157,6 +174,7 @@ export class SessionTable {
         const detached = call?.owner === owner ? this.detached.get(call) : undefined;
         if (detached) detached.ownerGone = true;
       }
+      for (const call of entry.queue) if (call.owner === owner && !call.detach) this.endWait(call);
       entry.queue = entry.queue.filter((c) => c.owner !== owner || c.detach);
       for (const c of entry.collectors.filter((c) => c.owner === owner)) this.settle(entry, c, null);
       if (entry.running?.owner !== owner) continue;
@@ -239,8 +257,11 @@ export class SessionTable {
     if (!entry) return false;
     entry.closed = true;
     this.entries.delete(name);
-    const closedError = new AwreplError("session_not_found", `Session ${JSON.stringify(name)} was closed`);
-    for (const call of entry.queue.splice(0)) call.fail(closedError);
+    const closedError = new AwreplError("session_closed", `Session ${JSON.stringify(name)} was closed before this call ran (close, or the supervisor stopping); nothing of it ran`);
+    for (const call of entry.queue.splice(0)) {
+      this.endWait(call);
+      call.fail(closedError);
+    }
     entry.kept = null;
     this.wake(entry);
     this.log(`session ${name}: closing`);
@@ -306,7 +327,10 @@ export class SessionTable {
         this.log(`session ${name}: failed to start: ${error.message}`);
         if (this.entries.get(name) === entry) this.entries.delete(name);
         entry.closed = true;
-        for (const call of entry.queue.splice(0)) call.fail(error);
+        for (const call of entry.queue.splice(0)) {
+          this.endWait(call);
+          call.fail(error);
+        }
         this.wake(entry);
         this.onChange();
       },
@@ -319,15 +343,15 @@ export class SessionTable {
     if (!session || entry.running || entry.closed) return;
     let call: Call | undefined;
     // Calls whose client went away while they waited are skipped without a reply.
-    while ((call = entry.queue.shift()) && call.abort.signal.aborted) {}
+    while ((call = entry.queue.shift()) && call.abort.signal.aborted) this.endWait(call);
     if (!call) return;
     entry.running = call;
     const current = call;
     const detached = this.detached.get(current);
     if (detached) detached.startedAt = Date.now();
     current
-      .run(session, current.abort.signal)
-      .catch((err: unknown) => current.fail(asAwreplError(err)))
+      .run(session, current.abort.signal, this.endWait(current))
+      .catch((err: unknown) => current.fail(entry.closed ? closedUnder(entry.name, err) : asAwreplError(err)))
       .finally(() => {
         entry.running = null;
         entry.lastUsedAt = Date.now();
@@ -367,6 +391,42 @@ export class SessionTable {
     if (entry.collectors.length === 0 || this.pendingDetached(entry)) return;
     for (const c of [...entry.collectors]) this.settle(entry, c, { state: "idle" });
   }
+
+  /** Bounds the wait of `call`, queued behind others in `entry`, by its wait limit. */
+  private startWait(entry: Entry, call: Call): void {
+    const limit = call.waitLimit?.(entry.session) ?? 0;
+    const since = performance.now();
+    const timer = limit > 0 ? setTimeout(() => this.expire(entry, call, limit), limit) : undefined;
+    this.waits.set(call, { since, timer });
+  }
+
+  /** The wait of `call` ran out while it was still queued: it never runs. */
+  private expire(entry: Entry, call: Call, limitMs: number): void {
+    const i = entry.queue.indexOf(call);
+    if (i < 0) return;
+    entry.queue.splice(i, 1);
+    const waitedMs = this.endWait(call);
+    this.log(`session ${entry.name}: call ${String(call.id)} waited ${limitMs} ms for its turn and never ran`);
+    if (call.neverRan) call.neverRan({ why: "timeout", timeoutMs: limitMs }, waitedMs);
+    else call.fail(new AwreplError("timeout", `The call waited ${limitMs} ms for its turn in session ${entry.name} and never ran`));
+    this.wake(entry);
+  }
+
+  /** The call's wait is over (it starts, or leaves the queue): how long it waited behind others. */
+  private endWait(call: Call): number {
+    const wait = this.waits.get(call);
+    if (!wait) return 0;
+    this.waits.delete(call);
+    clearTimeout(wait.timer);
+    return performance.now() - wait.since;
+  }
+}
+
+/** The error of a call that was running when its session was closed. */
+function closedUnder(name: string, err: unknown): AwreplError {
+  const error = asAwreplError(err);
+  if (error.code !== "worker_closed") return error;
+  return new AwreplError("session_closed", `Session ${JSON.stringify(name)} was closed while this call ran (close, or the supervisor stopping)`);
 }
 
 export function asAwreplError(err: unknown): AwreplError {

@@ -382,9 +382,9 @@ describe("the socket", () => {
     expect(JSON.parse(unknown[1] as string)).toMatchObject({ event: "error", id: 3, code: "protocol" });
     const badSession = await probe(`${ours}\n${JSON.stringify({ type: "execute", id: 4, session: "../../x", code: "1" })}\n`, 2);
     expect(JSON.parse(badSession[1] as string)).toMatchObject({ event: "error", id: 4, code: "usage" });
-    // A line past the cap: an error, then the connection is closed.
+    // A line past the cap: a usage error naming the cap (the caller's cell was too big), then the connection is closed.
     const huge = await probe(Buffer.alloc(65 * 1024 * 1024, 0x61), 1);
-    expect(JSON.parse(huge[0] as string)).toMatchObject({ event: "error", code: "protocol" });
+    expect(JSON.parse(huge[0] as string)).toMatchObject({ event: "error", code: "usage", message: expect.stringContaining("longer than 67108864 bytes") });
     // A client vanishing in the middle of a line.
     await new Promise<void>((resolve) => {
       const socket = connect(path, () => {
