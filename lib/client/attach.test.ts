@@ -3,7 +3,7 @@
 // directory.
 import { afterEach, describe, expect, test } from "bun:test";
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -198,6 +198,19 @@ describe("attach", () => {
     expect(await daemonStatus({ home: h })).toBeNull();
     expect(await stopDaemon({ home: h })).toBe(false);
     expect(await closeSession("nothing", { home: h })).toBe(false);
+  });
+
+  test("a missing working directory is named, a usage error, and leaves no spec file behind", async () => {
+    const h = home();
+    const missing = join(h, "gone");
+    await using s = await attach("nowhere", { home: h, python: PYTHON, cwd: missing });
+    const err = await s.execute("1").catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "usage", message: `The working directory ${JSON.stringify(missing)} does not exist` });
+    expect(existsSync(join(h, "snapshots", "nowhere.spec.json"))).toBe(false);
+    // The same name with a directory that exists works, and only then is its spec saved.
+    await using ok = await attach("nowhere", { home: h, python: PYTHON, cwd: h });
+    expect((await ok.execute("import os; os.getcwd()")).value).toBe(JSON.stringify(h).replace(/"/g, "'"));
+    expect(existsSync(join(h, "snapshots", "nowhere.spec.json"))).toBe(true);
   });
 
   test("a bad session name is a usage error before anything is started", async () => {

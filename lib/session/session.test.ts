@@ -105,6 +105,15 @@ describe("the original awrepl's cases", () => {
     expect(await s.variables()).toEqual({});
   });
 
+  test("a working directory that does not exist is named, not reported as a missing interpreter", async () => {
+    const missing = join(fixture.tmp.home, "gone");
+    const err = await rejection(start({ cwd: missing }));
+    expect(err.code).toBe("usage");
+    expect(err.message).toBe(`The working directory ${JSON.stringify(missing)} does not exist`);
+    writeFileSync(missing, "");
+    expect((await rejection(start({ cwd: missing }))).message).toContain("is not a directory");
+  });
+
   test("disposal with await using ends the worker", async () => {
     let pid = 0;
     {

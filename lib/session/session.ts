@@ -5,7 +5,7 @@
 // went back to. Opt-in autosave snapshots after every cell that changed the namespace.
 // Calls run one at a time in arrival order (call_queue.ts); interrupt() bypasses the queue. The
 // worker's situation and what the next result says once are session_state.ts's.
-import { existsSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { CallQueue } from "./call_queue.ts";
 import { CellRecorder, type LiveOutput, type NeverRan, neverRanResult } from "./cell.ts";
@@ -155,7 +155,7 @@ export class ReplSession implements Session {
     }
     const home = ensurePrivateDir(options.home ?? stateDir());
     const env = options.env ? { ...process.env, ...options.env } : process.env;
-    const cwd = resolve(options.cwd ?? process.cwd());
+    const cwd = workingDirectory(options.cwd);
     const interpreter = await resolveInterpreter({ python: options.python, env, cwd, home });
     const session = new ReplSession(id, options, home, interpreter, env);
     await session.ensureWorker();
@@ -578,6 +578,15 @@ function boundWait(timeoutMs: number, leftMs: number, signal: AbortSignal | unde
     clearTimeout(timer);
     signal?.removeEventListener("abort", onAbort);
   };
+}
+
+/** The worker's working directory, absolute; one that does not exist is the caller's error, said as such. */
+function workingDirectory(cwd: string | undefined): string {
+  const dir = resolve(cwd ?? process.cwd());
+  const st = statSync(dir, { throwIfNoEntry: false });
+  if (!st) throw new AwreplError("usage", `The working directory ${JSON.stringify(dir)} does not exist`);
+  if (!st.isDirectory()) throw new AwreplError("usage", `The working directory ${JSON.stringify(dir)} is not a directory`);
+  return dir;
 }
 
 function closedError(id: string): AwreplError {

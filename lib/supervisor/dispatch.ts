@@ -21,6 +21,7 @@ import type { ReplSession } from "../session/session.ts";
 import { defaultSnapshotPath, savedSessionNames } from "../session/snapshot_files.ts";
 import type { ClientConnection } from "./client_connection.ts";
 import { forgetClosedSession, snapshotBeforeStop } from "./persistence.ts";
+import { unusedSpecNotice } from "./session_spec.ts";
 import { checkRequest, readRequestLine } from "./requests.ts";
 import { asAwreplError, type Call, type SessionTable } from "./session_table.ts";
 
@@ -206,6 +207,8 @@ async function execute(
     onDisplay: stream ? (item) => client.display(id, item) : undefined,
   });
   result.session = name;
+  const unused = created ? null : unusedSpecNotice(name, session, request.spec);
+  if (unused) result.notice = result.notice ? `${unused} ${result.notice}` : unused;
   // A session re-created from its snapshot says so in `restored`; without one its state is gone.
   if (created && request.known && !result.restored) {
     const lost = `Session ${name} was not running (closed, or its supervisor stopped); this call ran in a fresh worker and the earlier state is gone.`;

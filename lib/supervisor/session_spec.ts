@@ -18,11 +18,16 @@ type Log = (line: string) => void;
 export function sessionFactory(layout: HomeLayout, config: Config, spares: SpareWorkers, log: Log): SessionFactory {
   return (name, requested) => {
     const spec = specFor(layout.home, name, requested, log);
-    try {
-      writeSessionSpec(layout.home, name, spec);
-    } catch (err) {
-      log(`session ${name}: cannot save its spec: ${(err as Error).message}`);
-    }
+    // Saved once the session runs: a start that fails (a missing directory, no interpreter) leaves
+    // nothing behind, and never replaces the spec a snapshot was saved with.
+    const saveSpec = (session: ReplSession) => {
+      try {
+        writeSessionSpec(layout.home, name, spec);
+      } catch (err) {
+        log(`session ${name}: cannot save its spec: ${(err as Error).message}`);
+      }
+      return session;
+    };
     return ReplSession.start(name, {
       ...persistentSessionOptions(config, spec.autosave),
       python: spec.python ?? config.python,
@@ -37,7 +42,7 @@ export function sessionFactory(layout: HomeLayout, config: Config, spares: Spare
       figureFormat: config.figureFormat,
       home: layout.home,
       spares,
-    });
+    }).then(saveSpec);
   };
 }
 
@@ -55,6 +60,17 @@ export function specFor(home: string, name: string, requested: SessionSpec, log:
   // A directory removed since is not a reason to lose the state: the caller's is used instead.
   const cwd = saved.cwd !== undefined && existsSync(saved.cwd) ? saved.cwd : requested.cwd;
   return { ...saved, python, cwd, python_given: undefined, autosave: saved.autosave || requested.autosave || undefined };
+}
+
+/**
+ * What a request asked of session `name` that the running session does not do, since a session keeps
+ * what it was created with: said in the result's notice, with how to change it. Null when nothing was
+ * asked for explicitly (defaults are not choices) or it matches.
+ */
+export function unusedSpecNotice(name: string, session: ReplSession, requested: SessionSpec | undefined): string | null {
+  const running = session.interpreter.command;
+  if (!requested?.python_given || requested.python === undefined || requested.python === running) return null;
+  return `Session ${name} keeps the interpreter it started with (${running}), not the requested ${requested.python}; to change it, close the session first (awrepl close ${name}).`;
 }
 
 /** A spec as a supervisor of protocol 1 saved it: the limits in camelCase. */
