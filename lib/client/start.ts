@@ -1,7 +1,7 @@
 // Finding the supervisor, and starting it when nobody answers: the same executable re-executed
 // detached with the hidden `__supervisor` subcommand. Many clients may start it at once; the
 // supervisor's start-up lock lets exactly one survive, and every client polls until the socket answers.
-import { closeSync, existsSync, openSync, renameSync, statSync } from "node:fs";
+import { closeSync, existsSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
 import { SupervisorConnection } from "./connection.ts";
 import { AwreplError } from "../core/errors.ts";
 import { ensurePrivateDir, type HomeLayout } from "../settings/home.ts";
@@ -98,7 +98,7 @@ async function startAndConnect(layout: HomeLayout, env: NodeJS.ProcessEnv): Prom
     }
     // A starter that failed (not one that lost the race and exited 0) will not come back.
     if (exited !== null && exited !== 0) {
-      throw new AwreplError("supervisor_unreachable", `The supervisor failed to start (exit ${exited}); see its log: ${layout.log}`);
+      throw new AwreplError("supervisor_unreachable", `The supervisor failed to start (exit ${exited})${lastLogLine(layout.log)}; see its log: ${layout.log}`);
     }
     if (Date.now() > deadline) {
       throw new AwreplError(
@@ -126,7 +126,7 @@ async function spawnSupervisor(layout: HomeLayout, env: NodeJS.ProcessEnv) {
   rotateLog(layout.log);
   const require = createRequire(import.meta.url);
   const [cmd, ...args] = supervisorCommand(env, { fileURLToPath, resolvePackage: (specifier) => require.resolve(specifier) });
-  const log = openSync(layout.log, "a", 0o600);
+  const log = openLog(layout.log);
   try {
     const child = spawn(cmd as string, args, {
       detached: true,
@@ -139,6 +139,36 @@ async function spawnSupervisor(layout: HomeLayout, env: NodeJS.ProcessEnv) {
     return { child, command: [cmd, ...args].join(" ") };
   } finally {
     closeSync(log);
+  }
+}
+
+/**
+ * The supervisor's log, opened for it to append to, with a first line of ours: a state directory the
+ * supervisor could not write (a full disk) is said here, clearly, and leaves no empty log behind,
+ * rather than as a supervisor that exits without a word.
+ */
+function openLog(path: string): number {
+  const existed = existsSync(path);
+  let fd: number | null = null;
+  try {
+    fd = openSync(path, "a", 0o600);
+    writeSync(fd, `${new Date().toISOString()} [${process.pid}] client: starting the supervisor\n`);
+    return fd;
+  } catch (err) {
+    if (fd !== null) closeSync(fd);
+    if (!existed) rmSync(path, { force: true });
+    throw new AwreplError("internal", `Cannot start the supervisor: its log ${path} cannot be written: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/** ": <the log's last line>", what a supervisor that failed to start said last, or "" when it said nothing. */
+function lastLogLine(path: string): string {
+  try {
+    const text = readFileSync(path, "utf8");
+    const line = text.trimEnd().split("\n").at(-1)?.trim() ?? "";
+    return line && !line.includes("client: starting the supervisor") ? `: ${line.slice(0, 300)}` : "";
+  } catch {
+    return "";
   }
 }
 

@@ -116,20 +116,31 @@ function ensureShortSocketDir(socket: string): void {
 async function listenPrivately(path: string, onConnection: (socket: Socket) => void): Promise<Server> {
   if (process.platform === "win32") return listenSocket(path, onConnection);
   const bound = join(dirname(path), `.sock-${process.pid}`);
+  removeQuietly(bound); // one left by an earlier process with this pid
+  let server: Server;
   try {
-    unlinkSync(bound);
-  } catch {
-    // none left by an earlier process with this pid
+    server = await listenSocket(bound, onConnection);
+  } catch (err) {
+    removeQuietly(bound); // a bind that got as far as the file (a full disk) leaves nothing behind
+    throw err;
   }
-  const server = await listenSocket(bound, onConnection);
   try {
     chmodSync(bound, 0o600);
     renameSync(bound, path);
   } catch (err) {
     server.close();
+    removeQuietly(bound);
     throw err;
   }
   return server;
+}
+
+function removeQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // not there
+  }
 }
 
 function socketInode(path: string): number {

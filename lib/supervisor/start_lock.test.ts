@@ -1,8 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { acquireStartLock, lockHolder } from "./start_lock.ts";
+import { CAN_MOUNT_TMPFS, withFullDisk } from "../../tests/harness/mod.ts";
 
 function withDir(fn: (dir: string) => void): void {
   const dir = mkdtempSync(join(tmpdir(), "awrepl-lock-"));
@@ -47,5 +48,13 @@ describe("acquireStartLock", () => {
       const lock = acquireStartLock(path);
       expect(lock).not.toBeNull();
       lock?.release();
+    }));
+});
+
+describe.skipIf(!CAN_MOUNT_TMPFS)("on a full disk", () => {
+  test("the lock fails with the disk's error and leaves no file behind", () =>
+    withFullDisk((dir) => {
+      expect(() => acquireStartLock(join(dir, "supervisor.lock"))).toThrow("no space left on device");
+      expect(readdirSync(dir)).toEqual([]);
     }));
 });

@@ -11,10 +11,18 @@ export const STALE_LOCK_MS = 10_000;
 
 export type StartLock = { release(): void };
 
-/** Takes the lock, or resolves null when another live starter holds it. */
+/**
+ * Takes the lock, or resolves null when another live starter holds it. A file system error (a full
+ * disk) is thrown as it is, and leaves no file of ours behind.
+ */
 export function acquireStartLock(lockPath: string): StartLock | null {
   const mine = `${lockPath}.${process.pid}`;
-  writeFileSync(mine, String(process.pid), { mode: 0o600 });
+  try {
+    writeFileSync(mine, String(process.pid), { mode: 0o600 });
+  } catch (err) {
+    removeQuietly(mine); // created, and then the write failed
+    throw err;
+  }
   try {
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
@@ -35,11 +43,15 @@ export function acquireStartLock(lockPath: string): StartLock | null {
     }
     return null;
   } finally {
-    try {
-      unlinkSync(mine);
-    } catch {
-      // ignore
-    }
+    removeQuietly(mine);
+  }
+}
+
+function removeQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // not there
   }
 }
 

@@ -2,8 +2,8 @@
 // interpreter tests run, the repository root, private state directories, and waiting with a timeout.
 // The rest of the harness: runtime.ts (runtime.py as a subprocess), session.ts (library sessions),
 // binary.ts (the compiled executable end to end), tmux.ts (a real terminal). mod.ts exports it all.
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -51,4 +51,29 @@ export function pythonHas(module: string, python = PYTHON): boolean {
     imports.set(key, has);
   }
   return has;
+}
+
+/** True where a test can mount a tmpfs (root on Linux): what withFullDisk needs. */
+export const CAN_MOUNT_TMPFS = process.platform === "linux" && process.getuid?.() === 0;
+
+/**
+ * Runs `fn` with a private directory (0700) on a tiny tmpfs that is full, so every write in it fails
+ * with ENOSPC; unmounts it afterwards. Needs CAN_MOUNT_TMPFS.
+ */
+export async function withFullDisk<T>(fn: (dir: string) => T | Promise<T>): Promise<T> {
+  const mount = mkdtempSync(join(tmpdir(), "awrepl-full-"));
+  execFileSync("mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", mount]);
+  try {
+    const dir = join(mount, "home");
+    mkdirSync(dir, { mode: 0o700 });
+    try {
+      writeFileSync(join(mount, "filler"), Buffer.alloc(256 * 1024));
+    } catch {
+      // Full: what was wanted.
+    }
+    return await fn(dir);
+  } finally {
+    execFileSync("umount", [mount]);
+    rmSync(mount, { recursive: true, force: true });
+  }
 }
