@@ -85,8 +85,8 @@ const checks: Check[] = [
     name: "Pool sessions are isolated",
     async run({ options }) {
       await using pool = new SessionPool(options);
-      const a = await pool.createSession("self-test-a");
-      const b = await pool.createSession("self-test-b");
+      const a = pool.getSession(await pool.createSession("self-test-a"));
+      const b = pool.getSession(await pool.createSession("self-test-b"));
       await a.execute("secret = 42");
       const r = await b.execute("secret");
       expect(r.status === "error" && (r.exception ?? "").startsWith("NameError"), "session b should not see session a's variable", r);

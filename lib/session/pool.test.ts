@@ -26,12 +26,15 @@ function codeOf(fn: () => unknown): string {
 }
 
 describe("SessionPool", () => {
-  test("creates sessions with generated and given ids and lists them", async () => {
+  test("createSession returns the id (as the original's create_session), generated or given; getSession takes it", async () => {
     const a = await pool.createSession();
     const b = await pool.createSession("agent-2");
-    expect(b.id).toBe("agent-2");
-    expect(pool.listSessions().sort()).toEqual([a.id, "agent-2"].sort());
-    expect(pool.getSession("agent-2")).toBe(b);
+    expect(typeof a).toBe("string");
+    expect(a).toMatch(/^session-[0-9a-f]{8}$/);
+    expect(b).toBe("agent-2");
+    expect(pool.listSessions().sort()).toEqual([a, "agent-2"].sort());
+    expect(pool.getSession(b).id).toBe("agent-2");
+    expect((await pool.getSession(a).execute("6 * 7")).value).toBe("42");
   });
 
   test("a duplicate id throws session_exists, also when created concurrently", async () => {
@@ -48,8 +51,8 @@ describe("SessionPool", () => {
   });
 
   test("sessions are isolated", async () => {
-    const a = await pool.createSession("a");
-    const b = await pool.createSession("b");
+    const a = pool.getSession(await pool.createSession("a"));
+    const b = pool.getSession(await pool.createSession("b"));
     await a.execute("secret = 1");
     expect((await a.execute("secret")).value).toBe("1");
     const r = await b.execute("secret");
@@ -58,8 +61,8 @@ describe("SessionPool", () => {
   });
 
   test("deleteSession and closeAll end the workers", async () => {
-    const a = await pool.createSession("a");
-    const b = await pool.createSession("b");
+    const a = pool.getSession(await pool.createSession("a"));
+    const b = pool.getSession(await pool.createSession("b"));
     const pids = [a.pid ?? 0, b.pid ?? 0];
     await pool.deleteSession("a");
     expect(pool.listSessions()).toEqual(["b"]);

@@ -1,5 +1,6 @@
 // Named sessions in one process, as the original awrepl's SessionPool: each has its own worker and
-// namespace; the pool's options are every session's defaults.
+// namespace; the pool's options are every session's defaults. The API is the original's: sessions are
+// named by id (createSession returns the id, as `create_session` does; getSession takes it).
 import { randomBytes } from "node:crypto";
 import { AwreplError } from "../core/errors.ts";
 import { ReplSession, type ReplSessionOptions } from "./session.ts";
@@ -14,8 +15,11 @@ export class SessionPool implements AsyncDisposable {
     this.options = options;
   }
 
-  /** Starts a session under `id` (generated when omitted). A taken id throws "session_exists". */
-  async createSession(id?: string, options: ReplSessionOptions = {}): Promise<ReplSession> {
+  /**
+   * Starts a session under `id` (generated when omitted) and resolves its id, as the original's
+   * `create_session` returns it; getSession(id) gives the session. A taken id throws "session_exists".
+   */
+  async createSession(id?: string, options: ReplSessionOptions = {}): Promise<string> {
     const name = id ?? this.freshId();
     if (this.sessions.has(name) || this.creating.has(name)) {
       throw new AwreplError("session_exists", `Session ${JSON.stringify(name)} already exists in this pool`);
@@ -24,7 +28,7 @@ export class SessionPool implements AsyncDisposable {
     try {
       const session = await ReplSession.start(name, { ...this.options, ...options });
       this.sessions.set(name, session);
-      return session;
+      return name;
     } finally {
       this.creating.delete(name);
     }

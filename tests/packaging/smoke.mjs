@@ -33,8 +33,9 @@ try {
   await s.close();
 
   const pool = new SessionPool({ home });
-  const a = await pool.createSession("a");
-  const b = await pool.createSession("b");
+  // createSession returns the id, as the original's create_session; getSession takes it.
+  const a = pool.getSession(await pool.createSession("a"));
+  const b = pool.getSession(await pool.createSession("b"));
   await a.execute("y = 1");
   const rb = await b.execute("'y' in globals()");
   check("SessionPool isolation", rb.value === "False", rb);
