@@ -200,6 +200,23 @@ describe("attach", () => {
     expect(await closeSession("nothing", { home: h })).toBe(false);
   });
 
+  test("the host bridge through the supervisor: onHostRequest answers; without it, a clear error", async () => {
+    const h = home();
+    await using s = await attach("bridge", { home: h, python: PYTHON });
+    const code = "import awrepl\nr1 = await awrepl.host_request({'n': 1})\nr2 = await awrepl.host_request({'n': 2})\n(r1, r2)";
+    const asked: unknown[] = [];
+    const r = await s.execute(code, {
+      onHostRequest: (data) => {
+        asked.push(data);
+        return { doubled: (data.n as number) * 2 };
+      },
+    });
+    expect(asked).toEqual([{ n: 1 }, { n: 2 }]);
+    expect(r.value).toBe("({'doubled': 2}, {'doubled': 4})");
+    const none = await s.execute(code);
+    expect(none.value).toBe("({'error': 'no host bridge in this awrepl host'}, {'error': 'no host bridge in this awrepl host'})");
+  });
+
   test("a missing working directory is named, a usage error, and leaves no spec file behind", async () => {
     const h = home();
     const missing = join(h, "gone");

@@ -10,6 +10,7 @@ import { SupervisorConnection } from "./connection.ts";
 import { connectFast, connectSupervisor, stopAndWait } from "./start.ts";
 import { processAlive } from "../core/process.ts";
 import { AwreplError } from "../core/errors.ts";
+import { answerHostRequest } from "../core/host_bridge.ts";
 import { checkSessionName } from "../core/names.ts";
 import type { RawText } from "../wire/output_frames.ts";
 import type { CollectValue, DaemonStatus, RequestId, SessionInfo, SessionSpec } from "../protocol/supervisor.ts";
@@ -198,7 +199,7 @@ export class RemoteSession implements Session {
   }
 
   async #execute(code: string, options: RemoteExecuteOptions, detach: boolean, onSent?: (conn: SupervisorConnection, id: RequestId) => void): Promise<ExecResult> {
-    const { onOutput, onDisplay, onRawOutput, signal } = options;
+    const { onOutput, onDisplay, onRawOutput, onHostRequest, signal } = options;
     signal?.throwIfAborted?.();
     // Live output goes undecoded to onRawOutput, or decoded to onOutput.
     const output = onRawOutput ?? (onOutput ? (stream: "stdout" | "stderr", raw: RawText) => onOutput(stream, raw.text()) : undefined);
@@ -216,8 +217,17 @@ export class RemoteSession implements Session {
           known: this.#used,
           filename: options.filename,
           detach: detach || undefined,
+          host_bridge: onHostRequest ? true : undefined,
         },
-        { output, display: onDisplay },
+        {
+          output,
+          display: onDisplay,
+          // The cell's host requests, answered by the caller's handler (lib/core/host_bridge.ts).
+          hostRequest: onHostRequest
+            ? (hostId, data) =>
+                void answerHostRequest(onHostRequest, data).then((answer) => conn.notify({ type: "host_reply", target: call.id, host_id: hostId, data: answer }))
+            : undefined,
+        },
       );
       onSent?.(conn, call.id);
       const onAbort = () => conn.notify({ type: "cancel", target: call.id });

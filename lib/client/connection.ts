@@ -25,6 +25,8 @@ export type StreamHandlers = {
   /** Live output, undecoded (lib/wire/output_frames.ts) when it could be read so. */
   output?(stream: "stdout" | "stderr", raw: RawText): void;
   display?(item: DisplayItem): void;
+  /** A host request of the cell (the execute set host_bridge): answer it with a host_reply request. */
+  hostRequest?(hostId: string, data: Record<string, unknown>): void;
 };
 
 type Pending = { resolve(value: unknown): void; reject(error: Error): void; stream?: StreamHandlers };
@@ -185,6 +187,9 @@ export class SupervisorConnection {
         return;
       case "display":
         pending.stream?.display?.(reply.item);
+        return;
+      case "host_request":
+        pending.stream?.hostRequest?.(reply.host_id, reply.data);
         return;
       case "result":
         this.#pending.delete(reply.id);

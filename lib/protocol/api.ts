@@ -52,7 +52,15 @@ export type ExecuteOptions = {
   onDisplay?: (item: DisplayItem) => void;
   /** Aborting interrupts the cell (Ctrl-C, a client that went away). */
   signal?: AbortSignal;
+  /**
+   * Answers the cell's `await awrepl.host_request(data)`: what it returns (or resolves) is the data the
+   * cell gets. Without it the cell gets `{"error": "no host bridge in this awrepl host"}`.
+   */
+  onHostRequest?: HostRequestHandler;
 };
+
+/** A host request's data in, the reply's data out (an object; anything else arrives as `{value}`). */
+export type HostRequestHandler = (data: Record<string, unknown>) => unknown;
 
 export type CompletenessStatus = "complete" | "incomplete" | "invalid";
 

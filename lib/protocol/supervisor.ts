@@ -74,7 +74,14 @@ export type ExecuteCallRequest = {
    * it, a connection that goes away has its call dropped or interrupted.
    */
   detach?: boolean;
+  /**
+   * The client answers the cell's host requests: each comes as a `host_request` reply, and a
+   * `host_reply` request answers it. Without it the supervisor answers them with an error at once.
+   */
+  host_bridge?: boolean;
 };
+/** The answer to a `host_request` reply of the client's running execute `target`. */
+export type HostReplyCallRequest = { type: "host_reply"; id: RequestId; target: RequestId; host_id: string; data: Record<string, unknown> };
 export type SessionCallRequest =
   | { type: "variables"; id: RequestId; session: string; spec?: SessionSpec }
   | { type: "inspect"; id: RequestId; session: string; name: string; spec?: SessionSpec }
@@ -107,7 +114,7 @@ export type ControlRequest =
   | { type: "list"; id: RequestId }
   | { type: "status"; id: RequestId };
 
-export type ClientRequest = HelloRequest | StopRequest | OpenRequest | ExecuteCallRequest | SessionCallRequest | ControlRequest;
+export type ClientRequest = HelloRequest | StopRequest | OpenRequest | ExecuteCallRequest | HostReplyCallRequest | SessionCallRequest | ControlRequest;
 export type RequestType = ClientRequest["type"];
 /** The request of one type. */
 export type RequestOf<T extends RequestType> = Extract<ClientRequest, { type: T }>;
@@ -172,6 +179,8 @@ export type OkValue = {
   collect: CollectValue;
   /** false: no such detached call is queued or running here (it finished: its result was sent before this reply). */
   keep_result: { kept: boolean };
+  /** `delivered`: the cell was still waiting for this answer (false: it ended, or the id is unknown). */
+  host_reply: { delivered: boolean };
   /** `closed`: a running session was ended; `forgot`: its snapshot was removed. */
   close: { closed: boolean; forgot: boolean };
   /** `forgot`: the names whose snapshots were removed (running or not). */
@@ -185,7 +194,9 @@ export type OkValue = {
 export type HelloReply = { event: "hello"; type: "hello"; ok: boolean; protocol: number; version: string; build?: string; pid: number };
 /** Live output: the same frame the runtime writes (lib/wire/output_frames.ts reads and writes both). */
 export type OutputReply = { event: "stdout" | "stderr"; id: RequestId; text: string };
-export type StreamReply = OutputReply | { event: "display"; id: RequestId; item: DisplayItem };
+/** A host request of a streamed execute `id` whose client set `host_bridge`: answered by a `host_reply` request naming `host_id`. */
+export type HostRequestReply = { event: "host_request"; id: RequestId; host_id: string; data: Record<string, unknown> };
+export type StreamReply = OutputReply | { event: "display"; id: RequestId; item: DisplayItem } | HostRequestReply;
 export type ResultReply = { event: "result"; id: RequestId; result: ExecResult };
 export type OkReply = { event: "ok"; id: RequestId | null; value: unknown };
 /** `code` is one of lib/core/errors.ts's ErrorCode values; `id` is null when the line could not be read. */

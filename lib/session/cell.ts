@@ -8,9 +8,13 @@ import type { ExecResult, ExecStatus } from "../protocol/result.ts";
 import type { DisplayEvent, DoneEvent, ErrorEvent, NameFailure } from "../protocol/runtime.ts";
 import type { ExecuteOptions } from "../protocol/api.ts";
 import { describeExit, type RequestHandlers, type WorkerExit } from "../worker/worker.ts";
+import { answerHostRequest } from "../core/host_bridge.ts";
 
-/** Who watches a cell's output live; onRawOutput gets it undecoded (the supervisor forwards it as is). */
-export type LiveOutput = Pick<ExecuteOptions, "onOutput" | "onDisplay"> & {
+/**
+ * Who watches a cell's output live (onRawOutput gets it undecoded: the supervisor forwards it as is),
+ * and who answers its host requests.
+ */
+export type LiveOutput = Pick<ExecuteOptions, "onOutput" | "onDisplay" | "onHostRequest"> & {
   onRawOutput?(stream: Stream, raw: RawText): void;
 };
 
@@ -108,6 +112,11 @@ export class CellRecorder implements RequestHandlers {
     if (text === "") return;
     if (this.live.onOutput) callSafely(this.live.onOutput, stream, text);
     else if (this.live.onRawOutput) callSafely(this.live.onRawOutput, stream, RawText.fromText(text));
+  }
+
+  /** A host request of the cell: the caller's onHostRequest answers it (NO_HOST_BRIDGE without one). */
+  hostRequest(data: Record<string, unknown>, reply: (data: Record<string, unknown>) => void): void {
+    void answerHostRequest(this.live.onHostRequest, data).then(reply);
   }
 
   display(data: Record<string, unknown>, event?: DisplayEvent): void {

@@ -348,6 +348,27 @@ describe("output", () => {
     expect(seen.join("")).toBe("late\nnow\n");
   });
 
+  test("the host bridge: onHostRequest answers the cell's awrepl.host_request; without it, a clear error", async () => {
+    const s = await start();
+    const asked: unknown[] = [];
+    const code = "import awrepl\nreply = await awrepl.host_request({'ask': 'answer'})\nreply";
+    const r = await s.execute(code, {
+      onHostRequest: async (data) => {
+        asked.push(data);
+        return { answer: 42 };
+      },
+    });
+    expect(asked).toEqual([{ ask: "answer" }]);
+    expect(r.value).toBe("{'answer': 42}");
+    expect((await s.execute(code)).value).toBe("{'error': 'no host bridge in this awrepl host'}");
+    const failing = await s.execute(code, {
+      onHostRequest: () => {
+        throw new Error("no answer here");
+      },
+    });
+    expect(failing.value).toBe(`{'error': "the host's handler failed: no answer here"}`);
+  });
+
   test("multi-byte output survives intact", async () => {
     const s = await start();
     expect((await s.execute("print('héllo €uro 😀')")).stdout).toBe("héllo €uro 😀\n");

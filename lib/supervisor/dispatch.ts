@@ -12,6 +12,7 @@ import type {
   DaemonStatus,
   ExecuteCallRequest,
   HelloRequest,
+  RequestId,
   SessionCallRequest,
 } from "../protocol/supervisor.ts";
 import type { Config } from "../settings/config.ts";
@@ -118,6 +119,8 @@ function dispatch(host: RequestHost, client: ClientConnection, request: Exclude<
       return later(sessions.collect(client, request.id, request.session, request.wait_ms ?? 0));
     case "keep_result":
       return ok({ kept: sessions.keepResult(client, request.target) });
+    case "host_reply":
+      return ok({ delivered: sessions.hostReply(client, request.target, request.host_id, request.data) });
     case "close":
       return later(closeSession(host, request.session, request.keep === true));
     case "close_all":
@@ -140,6 +143,8 @@ function queue(host: RequestHost, client: ClientConnection, request: QueuedReque
   // Whether this call created the session. (It is known once submit() returns; a call on a session
   // that exists already may start inside submit(), and then it is false, as it should be.)
   let created = false;
+  // The cell's host requests, when its client answers them.
+  const hostRequests = request.type === "execute" && request.host_bridge ? new HostRequests(client, id) : null;
   const call: Call = {
     owner: client,
     id,
@@ -147,7 +152,7 @@ function queue(host: RequestHost, client: ClientConnection, request: QueuedReque
     detach: request.type === "execute" && request.detach === true,
     fail: (error) => client.error(id, error),
     run: async (session, signal, waitedMs) => {
-      if (request.type === "execute") return execute(host.sessions, client, session, request, call, created, waitedMs);
+      if (request.type === "execute") return execute(host.sessions, client, session, request, call, created, waitedMs, hostRequests);
       if (request.type === "open") return client.reply({ event: "ok", id, value: { created, pid: session.pid } });
       // Its client went away (or cancelled it): interrupt the request too, a listing stuck in a __repr__ say.
       const onAbort = () => void session.interrupt();
@@ -169,6 +174,11 @@ function queue(host: RequestHost, client: ClientConnection, request: QueuedReque
       if (reason.why === "timeout" && call.detach && !host.sessions.finishDetached(name, call, result)) return;
       client.reply({ event: "result", id, result });
     };
+    if (hostRequests) {
+      call.hostReply = (hostId, data) => hostRequests.answer(hostId, data);
+      // A detached cell outlives its client: its host requests have nobody to answer them any more.
+      call.ownerGone = () => hostRequests.end("its client went away");
+    }
   }
   created = host.sessions.submit(name, request.spec, call);
 }
@@ -181,6 +191,7 @@ async function execute(
   call: Call,
   created: boolean,
   waitedMs: number,
+  hostRequests: HostRequests | null,
 ): Promise<void> {
   const { id, session: name } = request;
   const signal = call.abort.signal;
@@ -205,7 +216,8 @@ async function execute(
         }
       : undefined,
     onDisplay: stream ? (item) => client.display(id, item) : undefined,
-  });
+    onHostRequest: hostRequests ? (data) => hostRequests.ask(data) : undefined,
+  }).finally(() => hostRequests?.end());
   result.session = name;
   const unused = created ? null : unusedSpecNotice(name, session, request.spec);
   if (unused) result.notice = result.notice ? `${unused} ${result.notice}` : unused;
@@ -217,6 +229,48 @@ async function execute(
   // A detached call's result may be kept for `collect`, and has nobody to go to once its client left.
   if (call.detach && !sessions.finishDetached(name, call, result)) return;
   client.reply({ event: "result", id, result });
+}
+
+/**
+ * The host requests of one execute whose client answers them (`host_bridge`): each goes to the client
+ * as a `host_request` reply with an id of its own, and its `host_reply` request resolves it. Those
+ * still unanswered when the cell ends get an error (the runtime drops a reply for a finished cell).
+ */
+class HostRequests {
+  #next = 0;
+  readonly #waiting = new Map<string, (data: Record<string, unknown>) => void>();
+  /** Why nobody answers any more (the cell ended, or its client went away): later requests get it at once. */
+  #over: string | null = null;
+
+  constructor(
+    private readonly client: ClientConnection,
+    private readonly id: RequestId,
+  ) {}
+
+  ask(data: Record<string, unknown>): Promise<Record<string, unknown>> {
+    if (this.#over !== null) return Promise.resolve({ error: this.#over });
+    const hostId = String(++this.#next);
+    return new Promise((resolve) => {
+      this.#waiting.set(hostId, resolve);
+      this.client.reply({ event: "host_request", id: this.id, host_id: hostId, data });
+    });
+  }
+
+  /** False when nothing waits for `hostId` (answered already, or the cell ended). */
+  answer(hostId: string, data: Record<string, unknown>): boolean {
+    const resolve = this.#waiting.get(hostId);
+    if (!resolve) return false;
+    this.#waiting.delete(hostId);
+    resolve(data);
+    return true;
+  }
+
+  /** Answers every request still waiting with an error saying `why` nobody will. */
+  end(why = "the cell ended before its host answered"): void {
+    this.#over = why;
+    for (const resolve of this.#waiting.values()) resolve({ error: why });
+    this.#waiting.clear();
+  }
 }
 
 /** The answer to a session request other than execute and open. */

@@ -54,10 +54,19 @@ const REQUESTS: { readonly [T in RequestType]: Rule<T> } = {
     check(f) {
       checkString(f, "code");
       for (const key of ["timeout_ms", "max_output_bytes", "live_limit"]) checkCount(f, key);
-      for (const key of ["stream", "known", "detach"]) checkFlag(f, key);
+      for (const key of ["stream", "known", "detach", "host_bridge"]) checkFlag(f, key);
       if (f.filename !== undefined && (typeof f.filename !== "string" || f.filename.length > MAX_FILENAME)) {
         throw usage(`filename must be a string of at most ${MAX_FILENAME} characters`);
       }
+    },
+  },
+  host_reply: {
+    session: false,
+    id: true,
+    check(f) {
+      if (typeof f.target !== "number" && typeof f.target !== "string") throw protocolError("host_reply needs a target id");
+      checkString(f, "host_id");
+      if (typeof f.data !== "object" || f.data === null || Array.isArray(f.data)) throw usage("data must be an object");
     },
   },
   variables: { session: true, id: true },

@@ -35,6 +35,10 @@ export type Call = {
   waitLimit?(session: ReplSession | null): number;
   /** Answers a call that never ran: its wait ran out, or its client withdrew it. Without it, fail() says so. */
   neverRan?(reason: NeverRan, waitedMs: number): void;
+  /** Delivers its client's answer to one of its host requests (an execute with host_bridge); false when nothing waits for it. */
+  hostReply?(hostId: string, data: Record<string, unknown>): boolean;
+  /** Its connection went away while it runs on (a detached call). */
+  ownerGone?(): void;
 };
 
 /** What the table knows of a detached call besides the Call itself. */
@@ -164,6 +168,15 @@ export class SessionTable {
     return false;
   }
 
+  /** Delivers `owner`'s answer to a host request of its running call `id`; false when no such call waits for it. */
+  hostReply(owner: object, id: RequestId, hostId: string, data: Record<string, unknown>): boolean {
+    for (const entry of this.entries.values()) {
+      const call = entry.running;
+      if (call?.owner === owner && call.id === id) return call.hostReply?.(hostId, data) ?? false;
+    }
+    return false;
+  }
+
   /**
    * The connection `owner` went away: nobody waits for its calls any more. Its detached calls run on
    * (their results are kept); the others are dropped, or interrupted if running.
@@ -180,6 +193,7 @@ export class SessionTable {
       if (entry.running?.owner !== owner) continue;
       if (entry.running.detach) {
         this.log(`session ${entry.name}: client went away; its detached call ${String(entry.running.id)} runs on and its result is kept`);
+        entry.running.ownerGone?.();
       } else {
         this.log(`session ${entry.name}: client went away, interrupting its call ${String(entry.running.id)}`);
         entry.running.abort.abort();

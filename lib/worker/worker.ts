@@ -12,6 +12,7 @@
 // Payloads stream both ways (payload.ts), and info() asks the worker for its own facts.
 import { type ChildProcess, spawn } from "node:child_process";
 import { AwreplError } from "../core/errors.ts";
+import { NO_HOST_BRIDGE } from "../core/host_bridge.ts";
 import { killGroup, processAlive } from "../core/process.ts";
 import { LineSplitter } from "../wire/lines.ts";
 import { PipeWriter } from "../wire/pipe_writer.ts";
@@ -32,6 +33,8 @@ export type RequestHandlers = {
   error?(event: ErrorEvent): void;
   /** A piece of the payload the request streams to the host (snapshot `to: "host"`), decoded, in order from 0. */
   data?(piece: Uint8Array, seq: number): void;
+  /** A host request of the cell (`awrepl.host_request`); `reply` sends its answer. Without it: NO_HOST_BRIDGE. */
+  hostRequest?(data: Record<string, unknown>, reply: (data: Record<string, unknown>) => void): void;
 };
 
 /**
@@ -647,10 +650,15 @@ export class Worker {
       case "data":
         this.pending.get(event.id)?.handlers?.data?.(Buffer.from(event.data, "base64"), event.seq);
         return;
-      case "host_request":
-        // No host bridge in the library yet: answer so the awaiting cell does not hang.
-        this.write(JSON.stringify({ type: "host_reply", id: event.id, data: { error: "no host bridge in this awrepl host" } }));
+      case "host_request": {
+        // The running cell's handler answers (the awaiting cell is the active execute); without one,
+        // the answer is at once, so the cell does not hang.
+        const reply = (data: Record<string, unknown>) => void this.write(JSON.stringify({ type: "host_reply", id: event.id, data }));
+        const handlers = this.active?.handlers;
+        if (handlers?.hostRequest) handlers.hostRequest(event.data, reply);
+        else reply(NO_HOST_BRIDGE);
         return;
+      }
     }
   }
 
