@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSy
 import { join } from "node:path";
 import { forgetClosedSession, persistentSessionOptions, snapshotBeforeStop } from "./persistence.ts";
 import type { ReplSession } from "../session/session.ts";
-import { defaultSnapshotPath, describeSnapshot, forgetSnapshot, manifestPath, moveAside, readManifest, sweepTempFiles } from "../session/snapshot_files.ts";
+import { defaultSnapshotPath, describeSnapshot, forgetSnapshot, manifestPath, moveAside, readManifest, readUnsaved, sweepTempFiles } from "../session/snapshot_files.ts";
 import { PYTHON, rejection, useSessions, waitFor } from "../../tests/harness/mod.ts";
 
 /** The test interpreter without site-packages, so without dill: the stdlib pickle fallback, on any machine. */
@@ -119,11 +119,11 @@ describe("snapshot and restore at start", () => {
     await b.execute("y = 2");
     await b.snapshot();
     expect((await b.execute("1")).notice).toContain("it was kept as");
-    const aside = readdirSync(join(fixture.tmp.home, "snapshots")).filter((n) => n.startsWith("p.pkl.unrestored-"));
+    const aside = readdirSync(join(fixture.tmp.home, "snapshots", "p")).filter((n) => n.startsWith("snapshot.pkl.unrestored-"));
     expect(aside.length).toBe(1);
     // The kept file still restores where dill is.
     const c = await start({}, "c");
-    expect((await c.restore(join(fixture.tmp.home, "snapshots", aside[0]!))).restored).toEqual(["f", "x"]);
+    expect((await c.restore(join(fixture.tmp.home, "snapshots", "p", aside[0]!))).restored).toEqual(["f", "x"]);
   });
 
   test("size caps: a name over the per-name cap and one over the total are skipped with the reason, not dropped silently", async () => {
@@ -176,7 +176,7 @@ describe("a snapshot cut short", () => {
     const r = await s.execute("x");
     expect(r.value).toBe("'first'");
     expect(r.notice).toContain("restored from its snapshot of");
-    expect(readdirSync(join(fixture.tmp.home, "snapshots")).filter((n) => n.endsWith(".tmp"))).toEqual([]);
+    expect(readdirSync(join(fixture.tmp.home, "snapshots", "p")).filter((n) => n.endsWith(".tmp"))).toEqual([]);
   });
 });
 
@@ -193,11 +193,11 @@ describe("a corrupt or unreadable snapshot", () => {
     expect(r.notice).toContain("corrupt snapshot");
     expect(r.notice).toContain(".corrupt-");
     expect(existsSync(path)).toBe(false);
-    const aside = readdirSync(join(fixture.tmp.home, "snapshots")).filter((n) => n.includes(".corrupt-"));
-    expect(aside.some((n) => n.startsWith("p.pkl.corrupt-"))).toBe(true);
-    expect(aside.some((n) => n.startsWith("p.json.corrupt-"))).toBe(true);
-    const kept = aside.find((n) => n.startsWith("p.pkl.corrupt-"))!;
-    expect(readFileSync(join(fixture.tmp.home, "snapshots", kept), "utf8")).toBe("this is not a pickle");
+    const aside = readdirSync(join(fixture.tmp.home, "snapshots", "p")).filter((n) => n.includes(".corrupt-"));
+    expect(aside.some((n) => n.startsWith("snapshot.pkl.corrupt-"))).toBe(true);
+    expect(aside.some((n) => n.startsWith("snapshot.json.corrupt-"))).toBe(true);
+    const kept = aside.find((n) => n.startsWith("snapshot.pkl.corrupt-"))!;
+    expect(readFileSync(join(fixture.tmp.home, "snapshots", "p", kept), "utf8")).toBe("this is not a pickle");
     // The next snapshot goes where the bad one was.
     await s.execute("y = 2");
     expect((await s.snapshot()).saved).toEqual(["y"]);
@@ -216,12 +216,12 @@ describe("a corrupt or unreadable snapshot", () => {
     expect(r.notice).toContain("could not be restored");
     expect(r.notice).toContain(".unrestored-");
     expect(existsSync(path)).toBe(false);
-    const kept = readdirSync(join(fixture.tmp.home, "snapshots")).filter((n) => n.startsWith("p.pkl.unrestored-"));
+    const kept = readdirSync(join(fixture.tmp.home, "snapshots", "p")).filter((n) => n.startsWith("snapshot.pkl.unrestored-"));
     expect(kept).toHaveLength(1);
     // The fresh session's own snapshot goes to the default place; the kept file is untouched.
     await s.execute("y = 2");
     expect((await s.snapshot()).saved).toEqual(["y"]);
-    expect(readdirSync(join(fixture.tmp.home, "snapshots")).filter((n) => n.startsWith("p.pkl.unrestored-"))).toEqual(kept);
+    expect(readdirSync(join(fixture.tmp.home, "snapshots", "p")).filter((n) => n.startsWith("snapshot.pkl.unrestored-"))).toEqual(kept);
   });
 
   test("restore() of a corrupt default snapshot is restore_failed naming where the file went", async () => {
@@ -352,10 +352,10 @@ describe("the host's side (the supervisor's API)", () => {
     const running = busy.execute("while True: __import__('time').sleep(0.01)"); // binds no name: saved stays 1
     await waitFor(() => busy.busy, 5000, "the cell to start");
     const lines: string[] = [];
-    const outcomes = await snapshotBeforeStop([["idle", idle], ["busy", busy]], (l) => lines.push(l), 10_000);
-    expect(outcomes).toEqual([
-      { name: "idle", saved: 1, skipped: [] },
-      { name: "busy", saved: 1, skipped: [] },
+    const outcomes = await snapshotBeforeStop([["idle", idle], ["busy", busy]], (l) => lines.push(l), { home: fixture.tmp.home, stop: "test", budgetMs: 10_000 });
+    expect(outcomes).toMatchObject([
+      { session: "idle", status: "saved", saved: 1, skipped: [], path: defaultSnapshotPath(fixture.tmp.home, "idle") },
+      { session: "busy", status: "saved", saved: 1, skipped: [] },
     ]);
     expect((await running).status).toBe("interrupted");
     expect(lines).toContain("session busy: snapshot saved 1 name(s)");
@@ -377,8 +377,15 @@ describe("the host's side (the supervisor's API)", () => {
     await waitFor(() => printed, 5000, "the cell to start");
     await Bun.sleep(300); // inside sum() by now: an interrupt cannot land there
     const started = Date.now();
-    const [outcome] = await snapshotBeforeStop([["stuck", s]], () => undefined, 10_000);
-    expect(outcome).toMatchObject({ name: "stuck", error: expect.stringContaining("did not stop when interrupted") });
+    const [outcome] = await snapshotBeforeStop([["stuck", s]], () => undefined, { home: fixture.tmp.home, stop: "test", budgetMs: 10_000 });
+    expect(outcome).toMatchObject({
+      session: "stuck",
+      status: "failed",
+      error: expect.stringContaining("did not stop within 2000 ms of being interrupted"),
+      kept: { path: first.path, taken_at: expect.any(String), age_ms: expect.any(Number) },
+    });
+    // Recorded beside the session for its next user, with the older snapshot that comes back instead.
+    expect(readUnsaved(fixture.tmp.home, "stuck")).toMatchObject({ stop: "test", kept: { path: first.path } });
     expect(Date.now() - started).toBeLessThan(9_000);
     expect(readFileSync(first.path).equals(before)).toBe(true);
   });
@@ -387,13 +394,13 @@ describe("the host's side (the supervisor's API)", () => {
 describe("snapshot files", () => {
   test("moveAside renames payload and manifest; forgetSnapshot removes both", () => {
     const path = defaultSnapshotPath(fixture.tmp.home, "f");
-    const dir = join(fixture.tmp.home, "snapshots");
+    const dir = join(fixture.tmp.home, "snapshots", "f");
     mkdirSync(dir, { recursive: true });
     writeFileSync(path, "p");
     writeFileSync(manifestPath(path), "{}");
     const aside = moveAside(path, "corrupt", new Date("2026-01-02T03:04:05.678Z"));
     expect(aside).toBe(`${path}.corrupt-20260102T030405Z`);
-    expect(readdirSync(dir).sort()).toEqual(["f.json.corrupt-20260102T030405Z", "f.pkl.corrupt-20260102T030405Z"]);
+    expect(readdirSync(dir).sort()).toEqual(["snapshot.json.corrupt-20260102T030405Z", "snapshot.pkl.corrupt-20260102T030405Z"]);
     writeFileSync(path, "p");
     writeFileSync(manifestPath(path), "{}");
     expect(forgetSnapshot(fixture.tmp.home, "f")).toBe(true);
