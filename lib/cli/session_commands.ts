@@ -271,10 +271,14 @@ function restoreText(r: RestoreReport): string {
 /** The `sessions` table (also the MCP `sessions` tool's text). */
 export function sessionsTable(rows: SessionInfo[]): string {
   if (rows.length === 0) return "No sessions";
-  const header = ["NAME", "PID", "STATE", "CELLS", "AGE", "IDLE", "RSS", "PYTHON", "CWD"];
+  // Where each worker runs, once any runs elsewhere than a plain local process: pid, cwd and RSS are
+  // then the far side's (or the sandbox's), as the worker reported them.
+  const where = rows.some((r) => r.worker === "transport" || r.sandbox);
+  const header = ["NAME", "PID", ...(where ? ["WHERE"] : []), "STATE", "CELLS", "AGE", "IDLE", "RSS", "PYTHON", "CWD"];
   const lines = rows.map((r) => [
     r.name,
     String(r.pid ?? "-"),
+    ...(where ? [r.worker === "transport" ? `host ${r.host ?? "?"}` : r.sandbox ? "sandbox" : "local"] : []),
     r.queued ? `${r.state}+${r.queued}` : r.state,
     String(r.cells_run),
     duration(r.age_ms),

@@ -3,7 +3,7 @@
 // `serve`). Small on purpose: `run` loads it on its hot path.
 import type { AttachOptions } from "../client/attach.ts";
 import { usageError } from "../core/errors.ts";
-import type { SandboxSpec } from "../protocol/supervisor.ts";
+import type { SandboxProfile } from "../protocol/api.ts";
 import type { ReplSessionOptions } from "../session/session.ts";
 import type { Settings } from "../settings/context.ts";
 
@@ -35,7 +35,7 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
  * sandbox to add to. Paths are made absolute against the caller's directory and must exist. Usage
  * errors name the offending flag and value. (Also for `awrepl mcp`: call it with its flags.)
  */
-export function sandboxSpec(settings: Settings, flags: SandboxFlags = {}): SandboxSpec | false | undefined {
+export function sandboxSpec(settings: Settings, flags: SandboxFlags = {}): SandboxProfile | false | undefined {
   const modifiers = [flags.net ? "--sandbox-net" : "", flags.env?.length ? "--env" : "", flags.write?.length ? "--sandbox-write" : ""].filter(Boolean);
   if (flags.sandbox === false) {
     if (modifiers.length) throw usageError(`${modifiers.join(", ")} cannot go with --no-sandbox`);
@@ -51,14 +51,13 @@ export function sandboxSpec(settings: Settings, flags: SandboxFlags = {}): Sandb
     if (!ENV_NAME.test(name)) throw usageError(`--env needs an environment variable name, not ${JSON.stringify(name)}`);
   }
   const write = (flags.write ?? []).map((p) => checkWritable(settings, p));
-  const spec: SandboxSpec = {};
-  if (flags.net || base.net) spec.net = true;
+  const profile: SandboxProfile = {};
+  if (flags.net || base.network) profile.network = true;
   const env = union(base.env, flags.env);
-  if (env.length) spec.env = env;
-  const paths = union(base.write, write);
-  if (paths.length) spec.write = paths;
-  if (base.read?.length) spec.read = [...base.read];
-  return spec;
+  if (env.length) profile.env = env;
+  const paths = union(base.writable, write);
+  if (paths.length) profile.writable = paths;
+  return profile;
 }
 
 function union(a: readonly string[] | undefined, b: readonly string[] | undefined): string[] {

@@ -12,11 +12,11 @@ import { processAlive } from "../core/process.ts";
 import { AwreplError } from "../core/errors.ts";
 import { checkSessionName } from "../core/names.ts";
 import type { RawText } from "../wire/output_frames.ts";
-import type { CollectValue, DaemonStatus, RequestId, SandboxSpec, SessionInfo, SessionSpec, StopSnapshot } from "../protocol/supervisor.ts";
+import type { CollectValue, DaemonStatus, RequestId, SessionInfo, SessionSpec, StopSnapshot } from "../protocol/supervisor.ts";
 import type { ExecResult, RestoreReport } from "../protocol/result.ts";
 import type { InspectInfo } from "../protocol/runtime.ts";
 import { type ClientOptions, type HomeLayout, layoutOf } from "../settings/home.ts";
-import type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, SnapshotReport } from "../protocol/api.ts";
+import type { CompletenessStatus, ExecuteOptions, SandboxProfile, Session, SessionOptions, SnapshotReport } from "../protocol/api.ts";
 
 export type { ClientOptions } from "../settings/home.ts";
 
@@ -26,7 +26,7 @@ export type { ClientOptions } from "../settings/home.ts";
  * environment, used to find the state directory (unless `home` or `layout` is given) and to start the
  * supervisor.
  */
-export type AttachOptions = SessionOptions & {
+export type AttachOptions = Omit<SessionOptions, "sandbox"> & {
   clientEnv?: NodeJS.ProcessEnv;
   /** The state directory's layout, already resolved (a command resolves it once); beats `home` and `clientEnv`. */
   layout?: HomeLayout;
@@ -41,7 +41,7 @@ export type AttachOptions = SessionOptions & {
    * Create the session in a sandbox with this profile (`--sandbox`); false: explicitly none. A live
    * session, or one re-created from its saved spec, keeps its own (a different ask is said in `notice`).
    */
-  sandbox?: SandboxSpec | false;
+  sandbox?: SandboxProfile | false;
   /**
    * For a long-lived client (`serve`): a call that is safe to repeat (variables, inspect, reset,
    * complete, is_complete) and that the supervisor's going away cut off is sent again at once, to a

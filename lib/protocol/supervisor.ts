@@ -11,23 +11,8 @@
 // so that any two versions can tell they differ and the newer client can stop the older supervisor
 // (or the other way round).
 import type { InspectInfo, NameFailure } from "./runtime.ts";
+import type { SandboxProfile } from "./api.ts";
 import type { DisplayItem, ExecResult, RestoreReport } from "./result.ts";
-
-/**
- * A session's sandbox (`--sandbox`, bubblewrap): the default profile (no network, the filesystem
- * read-only but for the session's cwd and a private tmp, home secrets hidden, new pid namespace and
- * session, the environment reduced to an allowlist) plus these opt-ins. Paths are absolute.
- */
-export type SandboxSpec = {
-  /** Keep the network (`--sandbox-net`). */
-  net?: boolean;
-  /** Environment variable names passed in beside the allowlist (`--env NAME`). */
-  env?: string[];
-  /** Extra writable paths (`--sandbox-write PATH`). */
-  write?: string[];
-  /** Paths inside hidden directories made readable again. */
-  read?: string[];
-};
 
 /**
  * How a session is created when a request names one that does not exist yet. Also what the supervisor
@@ -40,7 +25,7 @@ export type SessionSpec = {
    * absent: none, and no preference. Part of the saved spec: a session re-created from it gets the
    * same sandbox, whatever the re-creating caller asks for.
    */
-  sandbox?: SandboxSpec | false;
+  sandbox?: SandboxProfile | false;
   cwd?: string;
   env?: Record<string, string>;
   timeout_ms?: number;
@@ -160,6 +145,10 @@ export type SessionInfo = {
   pid: number | null;
   /** The host name the worker runs on (its own os.uname()), null when unknown. */
   host: string | null;
+  /** What the supervisor's process for it is: the interpreter itself, bubblewrap around it, or a transport (ssh, docker exec, ...) to elsewhere; null when unknown. */
+  worker: "local" | "sandbox" | "transport" | null;
+  /** The worker runs in a sandbox (`--sandbox`). */
+  sandbox: boolean;
   python: string;
   /** The worker's working directory, as the worker reports it. */
   cwd: string;

@@ -18,11 +18,10 @@ import { ensurePrivateDir, stateDir } from "../settings/home.ts";
 import { checkSessionName } from "../core/names.ts";
 import type { DoneEvent, InspectInfo } from "../protocol/runtime.ts";
 import type { ExecResult, RestoreReport } from "../protocol/result.ts";
-import type { SandboxSpec } from "../protocol/supervisor.ts";
 import { type Interpreter, resolveInterpreter } from "../worker/interpreter.ts";
 import { interruptByUser, interruptOnAbort, type RunningCall, watchDeadline } from "./running_call.ts";
 import { checkMove, type Loss, NextResultNotices, type WorkerSlot } from "./session_state.ts";
-import { aftermath, type Recovery, SessionSnapshots } from "./snapshots.ts";
+import { aftermath, type Recovery, SessionSnapshots, type SnapshotTransfer } from "./snapshots.ts";
 import { defaultSnapshotPath, describeSnapshot } from "./snapshot_files.ts";
 import type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, SnapshotReport } from "../protocol/api.ts";
 import type { SpareWorkers } from "../worker/spare.ts";
@@ -58,8 +57,13 @@ export type ReplSessionOptions = SessionOptions & {
    * for a session that ends as soon as its result is shown (an ephemeral `run`), whose paths must outlive it.
    */
   keepDisplayFiles?: boolean;
-  /** Run the worker under bubblewrap with this profile (`--sandbox`). */
-  sandbox?: SandboxSpec;
+  /**
+   * How snapshot bytes move: `path` (the worker reads and writes the files itself: a local
+   * interpreter), `stream` (over the protocol, the files written and read here: what a remote,
+   * container or sandboxed worker needs). Default: `path` for a local unsandboxed interpreter (5-9x
+   * faster), `stream` for everything else.
+   */
+  snapshotTransfer?: SnapshotTransfer;
 };
 
 /** Per call: `timeoutMs` overrides the session's deadline for one snapshot or restore. */
@@ -79,7 +83,13 @@ export type ReplSessionInfo = {
 
 type RequestBody = Parameters<Worker["request"]>[0];
 /** What a snapshot or restore adds to a plain request (SnapshotRequester's options). */
-type ControlExtras = { timeoutMs?: number; handlers?: RequestHandlers; onSent?: (worker: Worker, id: string) => void };
+type ControlExtras = {
+  timeoutMs?: number;
+  handlers?: RequestHandlers;
+  onSent?: (worker: Worker, id: string) => void;
+  /** The bytes that follow the request (a restore from the host), made afresh for each worker it is sent to. */
+  payload?: () => AsyncIterable<Uint8Array>;
+};
 type CellOptions = ExecuteOptions & Pick<LiveOutput, "onRawOutput">;
 
 export class ReplSession implements Session {
@@ -139,6 +149,7 @@ export class ReplSession implements Session {
       id,
       home,
       { maxBytes: this.snapshotMaxBytes, maxVariableBytes: this.snapshotMaxVariableBytes },
+      options.snapshotTransfer ?? (options.sandbox || !interpreter.local ? "stream" : "path"),
       (body, options) => this.control(body, false, options.recoverOnKill ?? true, options),
       (text) => this.notices.note(text),
     );
@@ -157,8 +168,6 @@ export class ReplSession implements Session {
     if (options.figureFormat !== undefined && !FIGURE_FORMATS.includes(options.figureFormat)) {
       throw new AwreplError("usage", `figureFormat must be "png" or "svg", not ${JSON.stringify(options.figureFormat)}`);
     }
-    // Never a silent run outside the sandbox that was asked for.
-    if (options.sandbox) throw new AwreplError("usage", "--sandbox is not available in this build");
     const home = ensurePrivateDir(options.home ?? stateDir());
     const env = options.env ? { ...process.env, ...options.env } : process.env;
     const cwd = resolve(options.cwd ?? process.cwd());
@@ -178,6 +187,11 @@ export class ReplSession implements Session {
 
   get pid(): number | null {
     return this.slot.state === "ready" ? this.slot.worker.pid : null;
+  }
+
+  /** The worker runs under bubblewrap (`sandbox` option). */
+  get sandboxed(): boolean {
+    return Boolean(this.spec.sandbox);
   }
 
   /** The first result will say that this session's last stop could not save it (an older state came back, or none). */
@@ -428,7 +442,7 @@ export class ReplSession implements Session {
   private async send<H extends RequestHandlers | undefined>(
     body: RequestBody,
     timeoutMs: number,
-    options: { handlers?: () => H; signal?: AbortSignal; retry?: boolean; onSent?: (worker: Worker, id: string) => void },
+    options: { handlers?: () => H; signal?: AbortSignal; retry?: boolean; onSent?: (worker: Worker, id: string) => void; payload?: () => AsyncIterable<Uint8Array> },
   ): Promise<{ done: DoneEvent | null; error: AwreplError | null; call: RunningCall; worker: Worker; handlers: H | undefined }> {
     let retry = options.retry ?? true;
     let handlers: H | undefined;
@@ -436,7 +450,7 @@ export class ReplSession implements Session {
       const slot = this.slot;
       const worker = slot.state === "ready" ? slot.worker : await this.liveWorker();
       handlers ??= options.handlers?.();
-      const pending = worker.request(body, handlers);
+      const pending = worker.request(body, handlers, options.payload?.());
       options.onSent?.(worker, worker.lastId);
       const call = watchDeadline(worker, worker.lastId, timeoutMs, this.graceMs);
       // interrupt() reaches any request (a client that went away, say), unless it runs inside a
@@ -473,7 +487,7 @@ export class ReplSession implements Session {
   private async control(body: RequestBody, okOnly = true, recoverOnKill = true, extra: ControlExtras = {}): Promise<DoneEvent> {
     const timeoutMs = extra.timeoutMs ?? this.timeoutMs;
     const handlers = extra.handlers;
-    const { done, error, call, worker } = await this.send(body, timeoutMs, { retry: recoverOnKill, handlers: handlers && (() => handlers), onSent: extra.onSent });
+    const { done, error, call, worker } = await this.send(body, timeoutMs, { retry: recoverOnKill, handlers: handlers && (() => handlers), onSent: extra.onSent, payload: extra.payload });
     if (done === null) {
       // A death of its own: the next request recovers from it (and the next execute says so).
       if (!call.killed) throw error;

@@ -12,6 +12,7 @@
 // layout of earlier versions (snapshots/<name>.pkl, <name>.json, <name>.spec.json) is moved into this
 // one the first time a state directory is used (migrateLegacyLayout).
 import { existsSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, statSync } from "node:fs";
+import { AwreplError } from "../core/errors.ts";
 import { writeFileAtomic } from "../core/files.ts";
 import { basename, dirname, join } from "node:path";
 import { SESSION_NAME } from "../core/names.ts";
@@ -83,6 +84,25 @@ export function readManifest(snapshotPath: string): SnapshotManifest | null {
   } catch {
     return null;
   }
+}
+
+/** Keys every manifest has (runtime.py's _MANIFEST_KEYS): a file without them is not ours to replace. */
+const MANIFEST_KEYS = ["version", "savedNames", "timestamp"];
+const MANIFEST_MAX_BYTES = 16 << 20;
+
+/**
+ * Refuses, before anything is written, to replace a file at a manifest's path that is not an awrepl
+ * manifest: the name is derived from the snapshot's (x.pkl -> x.json), so it may be a file of the
+ * user's (runtime.py's _check_manifest_target, for the snapshots the host writes itself).
+ */
+export function checkManifestTarget(path: string): void {
+  const st = statSync(path, { throwIfNoEntry: false });
+  if (!st) return;
+  const refuse = () =>
+    new AwreplError("snapshot_failed", `Refusing to overwrite ${path}: it exists and is not an awrepl snapshot manifest (move it away or snapshot to another path)`);
+  if (!st.isFile() || st.size > MANIFEST_MAX_BYTES) throw refuse();
+  const content = readObject(path);
+  if (!content || !MANIFEST_KEYS.every((k) => k in content)) throw refuse();
 }
 
 /** When the snapshot at `snapshotPath` was taken (ms since the epoch): its manifest's time, else the file's; null when there is none. */

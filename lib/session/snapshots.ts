@@ -11,6 +11,7 @@ import {
   ensureSessionDir,
   isDefaultSnapshot,
   isUnreadableReason,
+  checkManifestTarget,
   manifestPath,
   migrateLegacyLayout,
   moveAside,
@@ -21,7 +22,9 @@ import {
   unsavedNotice,
 } from "./snapshot_files.ts";
 import type { SnapshotReport } from "../protocol/api.ts";
+import { openPayload, PayloadFile, type PayloadSource, restoreRequest } from "../worker/payload.ts";
 import type { RequestHandlers, Worker } from "../worker/worker.ts";
+import { writeFileAtomic } from "../core/files.ts";
 
 type Body<T extends RuntimeRequest["type"]> = Omit<Extract<RuntimeRequest, { type: T }>, "id">;
 type AnyBody = Body<"snapshot"> | Body<"restore"> | Body<"variables"> | Body<"execute">;
@@ -33,7 +36,13 @@ type AnyBody = Body<"snapshot"> | Body<"restore"> | Body<"variables"> | Body<"ex
  */
 export type SnapshotRequester = (
   body: AnyBody,
-  options: { recoverOnKill?: boolean; timeoutMs?: number; handlers?: RequestHandlers; onSent?: (worker: Worker, id: string) => void },
+  options: {
+    recoverOnKill?: boolean;
+    timeoutMs?: number;
+    handlers?: RequestHandlers;
+    onSent?: (worker: Worker, id: string) => void;
+    payload?: () => AsyncIterable<Uint8Array>;
+  },
 ) => Promise<DoneEvent>;
 
 export type SnapshotRead = { report: RestoreReport } | { missing: true } | { missing: false; error: string };
@@ -76,6 +85,9 @@ export function checkRestoreSource(path: string, cap: number): boolean {
   return true;
 }
 
+/** How snapshot bytes move between the worker and the files (ReplSessionOptions.snapshotTransfer). */
+export type SnapshotTransfer = "path" | "stream";
+
 export class SessionSnapshots {
   /** The snapshot this session last wrote or restored: what a lost worker goes back to. */
   latest: string | null = null;
@@ -94,6 +106,7 @@ export class SessionSnapshots {
     private readonly id: string,
     private readonly home: string,
     private readonly caps: SnapshotCaps,
+    readonly transfer: SnapshotTransfer,
     private readonly request: SnapshotRequester,
     /** Something the session's next result says once (`notice`). */
     private readonly note: (text: string) => void,
@@ -105,18 +118,17 @@ export class SessionSnapshots {
     return defaultSnapshotPath(this.home, this.id);
   }
 
+  /**
+   * Saves the namespace to `target`, a path on this machine: written by the worker itself (`path`),
+   * or streamed over the protocol and written here (`stream`).
+   */
   async write(target: string, timeoutMs?: number): Promise<SnapshotReport> {
-    const request: Body<"snapshot"> = { type: "snapshot", path: target, manifest_path: manifestPath(target) };
-    // 0 means no cap, as a timeout of 0 means none.
-    if (this.caps.maxBytes > 0) request.max_bytes = this.caps.maxBytes;
-    if (this.caps.maxVariableBytes > 0) request.max_variable_bytes = this.caps.maxVariableBytes;
     if (target === this.partlyRestored && existsSync(target)) {
       const aside = moveAside(target, "unrestored");
       if (aside) this.note(`The earlier snapshot of session ${this.id} held names this worker could not restore; it was kept as ${aside}.`);
       this.partlyRestored = null;
     }
-    const done = await this.request(request, { timeoutMs });
-    if (done.status !== "ok") throw new AwreplError("snapshot_failed", `Snapshot of session ${this.id} to ${target} failed: ${done.reason ?? "no reason given"}`);
+    const done = this.transfer === "stream" ? await this.writeStreamed(target, timeoutMs) : await this.writeByPath(target, timeoutMs);
     this.latest = target;
     // The state on disk is current again: an earlier failed stop snapshot no longer needs saying.
     if (isDefaultSnapshot(this.home, target)) clearUnsaved(this.home, this.id);
@@ -129,10 +141,75 @@ export class SessionSnapshots {
     };
   }
 
+  /** The caps every snapshot request carries (0 means no cap, as a timeout of 0 means none). */
+  private capped(request: Body<"snapshot">): Body<"snapshot"> {
+    if (this.caps.maxBytes > 0) request.max_bytes = this.caps.maxBytes;
+    if (this.caps.maxVariableBytes > 0) request.max_variable_bytes = this.caps.maxVariableBytes;
+    return request;
+  }
+
+  private async writeByPath(target: string, timeoutMs?: number): Promise<DoneEvent> {
+    const done = await this.request(this.capped({ type: "snapshot", path: target, manifest_path: manifestPath(target) }), { timeoutMs });
+    if (done.status !== "ok") throw new AwreplError("snapshot_failed", `Snapshot of session ${this.id} to ${target} failed: ${done.reason ?? "no reason given"}`);
+    return done;
+  }
+
+  /**
+   * The payload streams here in pieces and is written to a temp file beside `target` as it comes;
+   * more than the cap allows stops the snapshot (nothing past the cap is written); the size and
+   * sha256 are checked against the worker's `done`; then the file is renamed into place and its
+   * manifest written beside it. A failure at any point leaves the previous file where it was.
+   */
+  private async writeStreamed(target: string, timeoutMs?: number): Promise<DoneEvent> {
+    const failed = (why: string) => new AwreplError("snapshot_failed", `Snapshot of session ${this.id} to ${target} failed: ${why}`);
+    checkManifestTarget(manifestPath(target));
+    const file = new PayloadFile(target);
+    const cap = restoreCap(this.caps.maxBytes);
+    let over = false;
+    let stop: () => void = () => {};
+    const handlers: RequestHandlers = {
+      data: (piece, seq) => {
+        if (over) return;
+        if (cap > 0 && file.bytes + piece.length > cap) {
+          over = true; // not written: the worker is asked to stop sending
+          stop();
+          return;
+        }
+        file.handlers.data?.(piece, seq);
+      },
+    };
+    try {
+      const done = await this.request(this.capped({ type: "snapshot", to: "host" }), {
+        timeoutMs,
+        handlers,
+        onSent: (worker, id) => (stop = () => worker.interrupt(id)),
+      });
+      if (over) throw failed(`the worker sent more than the snapshot cap of ${cap} bytes; nothing was kept`);
+      if (done.status !== "ok") throw failed(done.reason ?? "no reason given");
+      try {
+        file.commit(done);
+      } catch (err) {
+        throw failed((err as Error).message.replace(/^Snapshot to .* failed: /, ""));
+      }
+      if (done.manifest) {
+        try {
+          writeFileAtomic(manifestPath(target), `${JSON.stringify({ ...done.manifest, sha256: done.sha256 }, null, 2)}\n`);
+        } catch (err) {
+          // The payload is whole and in place; a missing manifest only costs its time and names.
+          throw failed(`the payload was saved, but its manifest ${manifestPath(target)} could not be written: ${(err as Error).message}`);
+        }
+      }
+      return done;
+    } finally {
+      file.discard();
+    }
+  }
+
   /** Restores `path` into the live worker; a default snapshot that cannot be read is moved aside. */
   async read(path: string, recoverOnKill = true, timeoutMs?: number): Promise<SnapshotRead> {
     if (!checkRestoreSource(path, restoreCap(this.caps.maxBytes))) return { missing: true };
-    const done = await this.request({ type: "restore", path }, { recoverOnKill, timeoutMs });
+    const done = this.transfer === "stream" ? await this.readStreamed(path, recoverOnKill, timeoutMs) : await this.request({ type: "restore", path }, { recoverOnKill, timeoutMs });
+    if (done === null) return { missing: true };
     if (done.status === "ok") {
       if (done.reason === "snapshot not found") return { missing: true };
       this.latest = path;
@@ -152,6 +229,22 @@ export class SessionSnapshots {
       error += aside ? `; the file was moved aside to ${aside}` : "; it could not be moved aside";
     }
     return { missing: false, error };
+  }
+
+  /**
+   * The file's bytes streamed to the worker (it cannot read this machine's files): hashed first, its
+   * size declared (already checked against the cap), then sent piece by piece as the pipe takes them.
+   * Null when the file went away meanwhile.
+   */
+  private async readStreamed(path: string, recoverOnKill: boolean, timeoutMs?: number): Promise<DoneEvent | null> {
+    let source: PayloadSource;
+    try {
+      source = await openPayload(path, restoreCap(this.caps.maxBytes));
+    } catch (err) {
+      if (!existsSync(path)) return null;
+      throw err;
+    }
+    return this.request(restoreRequest(source), { recoverOnKill, timeoutMs, payload: () => source.pieces() });
   }
 
   /** At start: the default snapshot, if any, into the first worker. Failures become a note; null: nothing restored. */

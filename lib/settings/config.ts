@@ -10,7 +10,7 @@ import type { ParseError } from "jsonc-parser";
 import { parse } from "#jsonc-parse";
 import { AwreplError } from "../core/errors.ts";
 import { DEFAULTS, FIGURE_FORMATS, type FigureFormat, limitProblem, NUMBER_KEYS } from "../core/limits.ts";
-import type { SandboxSpec } from "../protocol/supervisor.ts";
+import type { SandboxProfile } from "../protocol/api.ts";
 import { stateDir } from "./home.ts";
 import { trustState } from "./trust.ts";
 
@@ -42,7 +42,7 @@ export type Config = {
    * New sessions run in a sandbox with this profile (`true` in a file: the default profile); false or
    * absent: none. `--sandbox`/`--no-sandbox` and the other sandbox flags beat it.
    */
-  sandbox?: SandboxSpec | false;
+  sandbox?: SandboxProfile | false;
   /** What loading left out and the user should hear about (an untrusted project interpreter). */
   notices?: string[];
 };
@@ -153,39 +153,39 @@ export function validateConfig(value: unknown, where: string): Partial<Config> {
 export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
- * A sandbox setting: true (the default profile), false (none), or an object of `net` (bool), `env`
- * (variable names), `write` and `read` (paths; relative ones are the config file's directory's).
+ * A sandbox setting: true (the default profile), false (none), or an object of `network` (bool),
+ * `env` (variable names) and `writable` (paths; relative ones are the config file's directory's).
  */
-export function validateSandbox(v: unknown, where: string): SandboxSpec | false {
+export function validateSandbox(v: unknown, where: string): SandboxProfile | false {
   const bad = (what: string) => new AwreplError("usage", `Config key "sandbox" in ${where} ${what}`);
   if (v === false) return false;
   if (v === true) return {};
-  if (typeof v !== "object" || v === null || Array.isArray(v)) throw bad(`must be true, false or an object ({"net", "env", "write", "read"}), not ${JSON.stringify(v)}`);
+  if (typeof v !== "object" || v === null || Array.isArray(v)) throw bad(`must be true, false or an object ({"network", "env", "writable"}), not ${JSON.stringify(v)}`);
   const base = where.endsWith(".jsonc") ? dirname(where) : process.cwd();
-  const out: SandboxSpec = {};
+  const out: SandboxProfile = {};
   for (const [k, x] of Object.entries(v)) {
-    if (k === "net") {
-      if (typeof x !== "boolean") throw bad(`has "net" ${JSON.stringify(x)}: it must be true or false`);
-      out.net = x;
+    if (k === "network") {
+      if (typeof x !== "boolean") throw bad(`has "network" ${JSON.stringify(x)}: it must be true or false`);
+      out.network = x;
     } else if (k === "env") {
       if (!Array.isArray(x) || x.some((n) => typeof n !== "string" || !ENV_NAME.test(n))) throw bad(`has "env" ${JSON.stringify(x)}: it must be a list of environment variable names`);
       out.env = x as string[];
-    } else if (k === "write" || k === "read") {
-      if (!Array.isArray(x) || x.some((p) => typeof p !== "string" || p === "")) throw bad(`has "${k}" ${JSON.stringify(x)}: it must be a list of paths`);
-      out[k] = (x as string[]).map((p) => resolve(base, p));
-      if (k === "write" && out.write?.includes("/")) throw bad(`has "write" "/": that would make the whole filesystem writable`);
+    } else if (k === "writable") {
+      if (!Array.isArray(x) || x.some((p) => typeof p !== "string" || p === "")) throw bad(`has "writable" ${JSON.stringify(x)}: it must be a list of paths`);
+      out.writable = (x as string[]).map((p) => resolve(base, p));
+      if (out.writable.includes("/")) throw bad(`has "writable" "/": that would make the whole filesystem writable`);
     } else {
-      throw bad(`has an unknown field "${k}" (known: net, env, write, read)`);
+      throw bad(`has an unknown field "${k}" (known: network, env, writable)`);
     }
   }
   return out;
 }
 
 /** True when a sandbox setting is not the default profile or stricter: off, or with network, env, paths. */
-export function loosens(sandbox: SandboxSpec | false | undefined): boolean {
+export function loosens(sandbox: SandboxProfile | false | undefined): boolean {
   if (sandbox === undefined) return false;
   if (sandbox === false) return true;
-  return sandbox.net === true || Boolean(sandbox.env?.length || sandbox.write?.length || sandbox.read?.length);
+  return sandbox.network === true || Boolean(sandbox.env?.length || sandbox.writable?.length);
 }
 
 function configFromEnv(env: NodeJS.ProcessEnv): Partial<Config> {

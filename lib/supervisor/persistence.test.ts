@@ -1,6 +1,7 @@
 // Persistence in the library: snapshots of a ReplSession, restore at start, going back to the latest
 // snapshot after a timeout kill or a death, autosave, size caps, corrupt files. Real workers.
 import { describe, expect, test } from "bun:test";
+import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { forgetClosedSession, persistentSessionOptions, snapshotBeforeStop } from "./persistence.ts";
@@ -422,5 +423,65 @@ describe("snapshot files", () => {
     expect(existsSync(join(dir, ".s.pkl.999999999.tmp"))).toBe(false);
     expect(existsSync(join(dir, `.s.json.${process.pid}.tmp`))).toBe(true);
     expect(statSync(path).size).toBe(5);
+  });
+});
+
+describe("snapshots streamed over the protocol (what remote, container and sandboxed workers use)", () => {
+  const stream = { snapshotTransfer: "stream" } as const;
+
+  test("the host writes the payload and its manifest (with sha256); a new session restores it streamed back", async () => {
+    const a = await start(stream);
+    await a.execute("x = 41\nimport json\nblob = bytes(range(256)) * 4000\ndef f(n): return n * x");
+    const report = await a.snapshot();
+    expect(report.path).toBe(defaultSnapshotPath(fixture.tmp.home, "p"));
+    expect(report.saved).toEqual(["blob", "f", "json", "x"]);
+    const manifest = readManifest(report.path);
+    expect(manifest?.bytes).toBe(statSync(report.path).size);
+    expect(manifest?.sha256).toBe(createHash("sha256").update(readFileSync(report.path)).digest("hex"));
+    expect(statSync(report.path).mode & 0o777).toBe(0o600);
+    expect(readdirSync(join(fixture.tmp.home, "snapshots", "p")).filter((n) => n.endsWith(".tmp"))).toEqual([]);
+    await a.close();
+    const b = await start({ ...stream, restoreOnStart: true });
+    const r = await b.execute("f(1), len(blob), json.dumps([x])");
+    expect(r.value).toBe("(41, 1024000, '[41]')");
+    expect(r.restored?.restored).toEqual(["blob", "f", "json", "x"]);
+  });
+
+  test("a snapshot cut off by a kill leaves the previous file whole and no temp file", async () => {
+    const s = await start(stream);
+    await s.execute("x = 'first'");
+    const first = await s.snapshot();
+    const before = readFileSync(first.path);
+    await s.execute("x = 'second'\nclass Slow:\n    def __reduce__(self):\n        import time\n        time.sleep(60)\n        return (int, (1,))\nslow = Slow()");
+    const pid = s.pid!;
+    const saving = s.snapshot();
+    await Bun.sleep(300);
+    process.kill(pid, "SIGKILL");
+    expect((await rejection(saving)).code).toBe("worker_died");
+    expect(readFileSync(first.path).equals(before)).toBe(true);
+    expect(readdirSync(join(fixture.tmp.home, "snapshots", "p")).filter((n) => n.endsWith(".tmp"))).toEqual([]);
+    expect((await s.execute("x")).value).toBe("'first'");
+  });
+
+  test("a file of the user's where the manifest would go is refused before anything is written", async () => {
+    const s = await start(stream);
+    await s.execute("x = 1");
+    const target = join(fixture.tmp.home, "mine.pkl");
+    writeFileSync(join(fixture.tmp.home, "mine.json"), '{"my": "settings"}');
+    const err = await rejection(s.snapshot(target));
+    expect(err.code).toBe("snapshot_failed");
+    expect(err.message).toContain(`Refusing to overwrite ${join(fixture.tmp.home, "mine.json")}`);
+    expect(existsSync(target)).toBe(false);
+    expect(readFileSync(join(fixture.tmp.home, "mine.json"), "utf8")).toBe('{"my": "settings"}');
+  });
+
+  test("restore from the host refuses a FIFO and an oversized file before the worker sees them", async () => {
+    const s = await start({ ...stream, snapshotMaxBytes: 10 });
+    await s.execute("x = 3");
+    const big = join(fixture.tmp.home, "big.pkl");
+    writeFileSync(big, Buffer.alloc(2 * 1024 * 1024));
+    expect((await rejection(s.restore(big))).message).toContain("over the snapshot cap");
+    expect((await rejection(s.restore("/dev/zero"))).message).toContain("character device");
+    expect((await s.execute("x")).value).toBe("3");
   });
 });

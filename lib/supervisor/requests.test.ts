@@ -77,12 +77,12 @@ describe("reading a request line", () => {
   test("a spec's sandbox: false or a profile of net, env names and absolute paths; restore and snapshot take a timeout", () => {
     const open = (sandbox: unknown) => ({ type: "open", id: 1, session: "a", spec: { sandbox } });
     expect(accepted(open(false))).toBe(true);
-    expect(accepted(open({ net: true, env: ["GITHUB_TOKEN", "_X1"], write: ["/data"], read: ["/opt/x"] }))).toBe(true);
+    expect(accepted(open({ network: true, env: ["GITHUB_TOKEN", "_X1"], writable: ["/data"] }))).toBe(true);
     expect(errorOf(open(true)).error.message).toContain("spec.sandbox must be false or an object");
-    expect(errorOf(open({ net: "yes" })).error.message).toContain("spec.sandbox.net must be true or false");
+    expect(errorOf(open({ network: "yes" })).error.message).toContain("spec.sandbox.network must be true or false");
     expect(errorOf(open({ env: ["A=B"] })).error.message).toBe('Field spec.sandbox.env has "A=B": not an environment variable name');
-    expect(errorOf(open({ write: ["relative/dir"] })).error.message).toContain("not an absolute path");
-    expect(errorOf(open({ write: "/data" })).error.message).toContain("must be a list");
+    expect(errorOf(open({ writable: ["relative/dir"] })).error.message).toContain("not an absolute path");
+    expect(errorOf(open({ writable: "/data" })).error.message).toContain("must be a list");
     expect(errorOf(open({ seccomp: true })).error.message).toContain("spec.sandbox.seccomp is not a sandbox field");
     expect(errorOf(open({ env: Array.from({ length: 300 }, (_, i) => `V${i}`) })).error.code).toBe("usage");
     expect(accepted({ type: "restore", id: 1, session: "a", path: "/x.pkl", timeout_ms: 500 })).toBe(true);

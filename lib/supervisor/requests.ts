@@ -159,16 +159,16 @@ function checkTarget(fields: Record<string, unknown>, type: string): void {
 const MAX_SANDBOX_ITEMS = 256;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-/** spec.sandbox: false, or {net?: bool, env?: [names], write?: [absolute paths], read?: [absolute paths]}. */
+/** spec.sandbox: false, or {network?: bool, env?: [names], writable?: [absolute paths]}. */
 function checkSandbox(sandbox: unknown): void {
   if (sandbox === false) return;
   if (typeof sandbox !== "object" || sandbox === null || Array.isArray(sandbox)) throw usage("spec.sandbox must be false or an object");
   for (const [key, value] of Object.entries(sandbox)) {
-    if (key === "net") {
-      checkFlag(sandbox as Record<string, unknown>, "net", "spec.sandbox.");
+    if (key === "network") {
+      checkFlag(sandbox as Record<string, unknown>, "network", "spec.sandbox.");
       continue;
     }
-    if (key !== "env" && key !== "write" && key !== "read") throw usage(`spec.sandbox.${key} is not a sandbox field (net, env, write, read)`);
+    if (key !== "env" && key !== "writable") throw usage(`spec.sandbox.${key} is not a sandbox field (network, env, writable)`);
     if (!Array.isArray(value) || value.length > MAX_SANDBOX_ITEMS) throw usage(`spec.sandbox.${key} must be a list of at most ${MAX_SANDBOX_ITEMS} strings`);
     for (const item of value) {
       const ok = typeof item === "string" && (key === "env" ? ENV_NAME.test(item) : item.startsWith("/") && item.length <= 4096 && !item.includes("\0"));

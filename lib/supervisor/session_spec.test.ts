@@ -32,7 +32,7 @@ describe("specFor", () => {
 
   test("a saved spec is used whether or not a snapshot exists: a failed stop snapshot never means the caller's interpreter", () => {
     const h = home();
-    const sandbox = { net: false, write: [h] };
+    const sandbox = { network: false, writable: [h] };
     writeSessionSpec(h, "a", { python: "ssh box python3", sandbox, cwd: h, env: { A: "1" } });
     const { spec, notices } = specFor(h, "a", { python: "/usr/bin/python3", cwd: "/" }, quiet);
     expect(spec).toEqual({ python: "ssh box python3", sandbox, cwd: h, env: { A: "1" } });
@@ -44,10 +44,10 @@ describe("specFor", () => {
 
   test("an explicit --python wins and is said; the saved sandbox always stays, and a different ask is said", () => {
     const h = home();
-    writeSessionSpec(h, "a", { python: "/saved/python", sandbox: { net: false }, cwd: h, timeout_ms: 5 });
+    writeSessionSpec(h, "a", { python: "/saved/python", sandbox: { network: false }, cwd: h, timeout_ms: 5 });
     const lines: string[] = [];
     const explicit = specFor(h, "a", { python: "/asked/python", python_given: true, sandbox: false, cwd: "/", autosave: true }, (l) => lines.push(l));
-    expect(explicit.spec).toMatchObject({ python: "/asked/python", sandbox: { net: false }, cwd: h, autosave: true, timeout_ms: 5 });
+    expect(explicit.spec).toMatchObject({ python: "/asked/python", sandbox: { network: false }, cwd: h, autosave: true, timeout_ms: 5 });
     expect(explicit.spec.python_given).toBeUndefined();
     expect(explicit.notices).toEqual([
       "Session a was re-created with --python /asked/python instead of /saved/python, the one it was created with.",
@@ -57,7 +57,7 @@ describe("specFor", () => {
     // A caller with no preference hears nothing; a caller asking for a sandbox of an unsandboxed one does.
     writeSessionSpec(h, "b", { python: "/saved/python", cwd: h });
     expect(specFor(h, "b", { cwd: "/" }, quiet).notices).toEqual([]);
-    const asked = specFor(h, "b", { cwd: "/", sandbox: { net: true } }, quiet);
+    const asked = specFor(h, "b", { cwd: "/", sandbox: { network: true } }, quiet);
     expect(asked.spec.sandbox).toBeUndefined();
     expect(asked.notices[0]).toContain("runs WITHOUT a sandbox");
   });
@@ -82,11 +82,11 @@ describe("specFor", () => {
 
 describe("specMismatch (a live session asked for something else)", () => {
   test("says what the session keeps and how to change it; silence when nothing different was asked", () => {
-    const has: SessionSpec = { python: "/usr/bin/python3", sandbox: { net: false, env: ["A", "B"] } };
+    const has: SessionSpec = { python: "/usr/bin/python3", sandbox: { network: false, env: ["A", "B"] } };
     expect(specMismatch("s", has, undefined)).toBeNull();
     expect(specMismatch("s", has, { python: "python3" })).toBeNull(); // a default, not --python
     expect(specMismatch("s", has, { python: "/usr/bin/python3", python_given: true, sandbox: { env: ["B", "A"] } })).toBeNull();
-    const both = specMismatch("s", has, { python: "/other", python_given: true, sandbox: { net: true } });
+    const both = specMismatch("s", has, { python: "/other", python_given: true, sandbox: { network: true } });
     expect(both).toBe(
       "Session s keeps its interpreter (/usr/bin/python3); --python /other was not used. Session s keeps its sandbox (sandbox: no network, env A B); the profile asked for (sandbox: network) was not applied. A session keeps what it was created with: `awrepl close s` first to change it.",
     );
@@ -95,10 +95,10 @@ describe("specMismatch (a live session asked for something else)", () => {
 
   test("sameSandbox and describeSandbox", () => {
     expect(sameSandbox(undefined, false)).toBe(true);
-    expect(sameSandbox({}, { net: false, env: [] })).toBe(true);
+    expect(sameSandbox({}, { network: false, env: [] })).toBe(true);
     expect(sameSandbox({}, undefined)).toBe(false);
     expect(describeSandbox(false)).toBe("no sandbox");
-    expect(describeSandbox({ net: true, write: ["/d"], read: ["/r"] })).toBe("sandbox: network, writable /d, readable /r");
+    expect(describeSandbox({ network: true, writable: ["/d"],  })).toBe("sandbox: network, writable /d");
   });
 });
 

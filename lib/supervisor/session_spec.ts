@@ -7,7 +7,8 @@ import { existsSync } from "node:fs";
 import { AwreplError } from "../core/errors.ts";
 import type { Config } from "../settings/config.ts";
 import type { HomeLayout } from "../settings/home.ts";
-import type { SandboxSpec, SessionSpec } from "../protocol/supervisor.ts";
+import type { SandboxProfile } from "../protocol/api.ts";
+import type { SessionSpec } from "../protocol/supervisor.ts";
 import { ReplSession } from "../session/session.ts";
 import { defaultSnapshotPath, migrateLegacyLayout, readSessionSpec, writeSessionSpec } from "../session/snapshot_files.ts";
 import type { SpareWorkers } from "../worker/spare.ts";
@@ -135,7 +136,7 @@ export function specOf(session: ReplSession): SessionSpec | null {
   return madeWith.get(session) ?? null;
 }
 
-function sandboxMismatch(name: string, has: SandboxSpec | false | undefined, asked: SandboxSpec | false | undefined): string | null {
+function sandboxMismatch(name: string, has: SandboxProfile | false | undefined, asked: SandboxProfile | false | undefined): string | null {
   if (asked === undefined || sameSandbox(has, asked)) return null;
   if (!has) return `Session ${name} runs WITHOUT a sandbox (it was created so); the sandbox asked for (${describeSandbox(asked)}) was not applied.`;
   if (asked === false) return `Session ${name} keeps its sandbox (${describeSandbox(has)}); --no-sandbox was not applied.`;
@@ -143,28 +144,27 @@ function sandboxMismatch(name: string, has: SandboxSpec | false | undefined, ask
 }
 
 /** Whether two sandbox settings are the same profile (order of names and paths aside; false and absent alike). */
-export function sameSandbox(a: SandboxSpec | false | undefined, b: SandboxSpec | false | undefined): boolean {
+export function sameSandbox(a: SandboxProfile | false | undefined, b: SandboxProfile | false | undefined): boolean {
   return canonicalSandbox(a) === canonicalSandbox(b);
 }
 
-function canonicalSandbox(s: SandboxSpec | false | undefined): string {
+function canonicalSandbox(s: SandboxProfile | false | undefined): string {
   if (!s) return "none";
   const sorted = (xs: string[] | undefined) => [...new Set(xs ?? [])].sort();
-  return JSON.stringify([s.net === true, sorted(s.env), sorted(s.write), sorted(s.read)]);
+  return JSON.stringify([s.network === true, sorted(s.env), sorted(s.writable)]);
 }
 
 /** "sandbox: no network", "sandbox: network, env GITHUB_TOKEN, writable /data", or "no sandbox". */
-export function describeSandbox(s: SandboxSpec | false | undefined, prefix = ""): string {
+export function describeSandbox(s: SandboxProfile | false | undefined, prefix = ""): string {
   if (!s) return prefix ? "" : "no sandbox";
-  const parts = [s.net ? "network" : "no network"];
+  const parts = [s.network ? "network" : "no network"];
   if (s.env?.length) parts.push(`env ${s.env.join(" ")}`);
-  if (s.write?.length) parts.push(`writable ${s.write.join(" ")}`);
-  if (s.read?.length) parts.push(`readable ${s.read.join(" ")}`);
+  if (s.writable?.length) parts.push(`writable ${s.writable.join(" ")}`);
   return `${prefix}sandbox: ${parts.join(", ")}`;
 }
 
 /** The session option that puts a worker in the sandbox `sandbox` describes (nothing without one). */
-function sandboxOption(sandbox: SandboxSpec | false | undefined): { sandbox?: SandboxSpec } {
+function sandboxOption(sandbox: SandboxProfile | false | undefined): { sandbox?: SandboxProfile } {
   return sandbox ? { sandbox } : {};
 }
 
