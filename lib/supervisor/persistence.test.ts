@@ -392,6 +392,27 @@ describe("the host's side (the supervisor's API)", () => {
   });
 });
 
+describe("a stop's snapshot budget", () => {
+  test("a namespace too slow to pickle within the budget is reported with the older snapshot kept, and recorded", async () => {
+    const s = await start({ timeoutMs: 0 }, "slow");
+    await s.execute("x = 1");
+    const first = await s.snapshot();
+    await s.execute("import time\nclass Slow:\n    def __reduce__(self):\n        time.sleep(30)\n        return (int, (1,))\nslow = Slow()");
+    const started = Date.now();
+    const [outcome] = await snapshotBeforeStop([["slow", s]], () => undefined, { home: fixture.tmp.home, stop: "test", budgetMs: 500 });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(outcome).toMatchObject({
+      session: "slow",
+      status: "failed",
+      error: "it did not finish within the stop's snapshot budget of 500 ms (a namespace too large or too slow to pickle)",
+      kept: { path: first.path },
+    });
+    expect(readUnsaved(fixture.tmp.home, "slow")?.error).toContain("snapshot budget of 500 ms");
+    await s.close(); // what the stop does next: the write in progress never replaces the snapshot
+    expect(readManifest(first.path)?.savedNames).toEqual(["x"]);
+  });
+});
+
 describe("snapshot files", () => {
   test("moveAside renames payload and manifest; forgetSnapshot removes both", () => {
     const path = defaultSnapshotPath(fixture.tmp.home, "f");

@@ -81,6 +81,25 @@ describe("daemon stop reports every session it could not save, and the next use 
     }),
   90_000);
 
+  test("a stop nobody waits for (SIGTERM): the log has it, and the next user of the session hears it", () =>
+    withHome(async (home) => {
+      await ok(["-s", "sig", "run", "x = 1"], home);
+      const pid = (JSON.parse(await ok(["daemon", "status", "--json"], home)) as { pid: number }).pid;
+      const cell = await busyInC(home, "sig");
+      process.kill(pid, "SIGTERM");
+      await cell.result;
+      const deadline = Date.now() + 20_000;
+      while (Date.now() < deadline && (await run(["daemon", "status", "--json"], { home })).stdout.trim() !== "null") await Bun.sleep(100);
+      const log = await ok(["daemon", "logs"], home);
+      expect(log).toContain("session sig: state NOT saved: its running cell did not stop");
+      expect(log).toContain("stopping with 1 session(s) NOT saved: sig");
+      const r = await run(["-s", "sig", "run", "'x' in globals()"], { home });
+      expect(r.stdout).toBe("False\n");
+      expect(r.stderr).toContain("The snapshot of session sig when its supervisor stopped (received SIGTERM)");
+      expect(r.stderr).toContain("Its state was lost");
+    }),
+  60_000);
+
   test("close --keep whose snapshot fails does not close the session (exit 1)", () =>
     withHome(async (home) => {
       await ok(["-s", "k", "run", "x = 1"], home);
