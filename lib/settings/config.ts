@@ -10,6 +10,7 @@ import type { ParseError } from "jsonc-parser";
 import { parse } from "#jsonc-parse";
 import { AwreplError } from "../core/errors.ts";
 import { DEFAULTS, FIGURE_FORMATS, type FigureFormat, limitProblem, NUMBER_KEYS } from "../core/limits.ts";
+import { ENV_VAR_NAME } from "../core/names.ts";
 import type { SandboxProfile } from "../protocol/api.ts";
 import { stateDir } from "./home.ts";
 import { trustState } from "./trust.ts";
@@ -149,9 +150,6 @@ export function validateConfig(value: unknown, where: string): Partial<Config> {
   return out;
 }
 
-/** An environment variable name (`--env NAME`, the config's sandbox.env). */
-export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
 /**
  * A sandbox setting: true (the default profile), false (none), or an object of `network` (bool),
  * `env` (variable names) and `writable` (paths; relative ones are the config file's directory's).
@@ -168,7 +166,7 @@ export function validateSandbox(v: unknown, where: string): SandboxProfile | fal
       if (typeof x !== "boolean") throw bad(`has "network" ${JSON.stringify(x)}: it must be true or false`);
       out.network = x;
     } else if (k === "env") {
-      if (!Array.isArray(x) || x.some((n) => typeof n !== "string" || !ENV_NAME.test(n))) throw bad(`has "env" ${JSON.stringify(x)}: it must be a list of environment variable names`);
+      if (!Array.isArray(x) || x.some((n) => typeof n !== "string" || !ENV_VAR_NAME.test(n))) throw bad(`has "env" ${JSON.stringify(x)}: it must be a list of environment variable names`);
       out.env = x as string[];
     } else if (k === "writable") {
       if (!Array.isArray(x) || x.some((p) => typeof p !== "string" || p === "")) throw bad(`has "writable" ${JSON.stringify(x)}: it must be a list of paths`);

@@ -72,7 +72,8 @@ export function handleLine(host: RequestHost, client: ClientConnection, line: st
   if (request.type === "stop") {
     // Accepted whatever the hello said: a client of another version replaces us this way. The reply
     // comes once every session's snapshot was tried, and says which states were not saved.
-    void host.stop("stop requested").then((snapshots) => client.reply({ event: "ok", id: read.id, value: { snapshots } }));
+    const reason = client.hello === "mismatch" ? "replaced by a client of another awrepl version" : "stop requested";
+    void host.stop(reason).then((snapshots) => client.reply({ event: "ok", id: read.id, value: { snapshots } }));
     return;
   }
   if (host.stopping) {

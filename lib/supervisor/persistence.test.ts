@@ -496,6 +496,21 @@ describe("snapshots streamed over the protocol (what remote, container and sandb
     expect(readFileSync(join(fixture.tmp.home, "mine.json"), "utf8")).toBe('{"my": "settings"}');
   });
 
+  test("a corrupt default snapshot streamed back: a clear notice, a fresh session, the file moved aside", async () => {
+    const a = await start(stream);
+    await a.execute("x = 1");
+    const { path } = await a.snapshot();
+    await a.close();
+    writeFileSync(path, "this is not a pickle");
+    const b = await start({ ...stream, restoreOnStart: true });
+    const r = await b.execute("'x' in globals()");
+    expect(r.value).toBe("False");
+    expect(r.notice).toContain("could not be restored: corrupt snapshot");
+    expect(r.notice).toContain("moved aside to");
+    expect(existsSync(path)).toBe(false);
+    expect(readdirSync(join(fixture.tmp.home, "snapshots", "p")).some((n) => n.startsWith("snapshot.pkl.corrupt-"))).toBe(true);
+  });
+
   test("restore from the host refuses a FIFO and an oversized file before the worker sees them", async () => {
     const s = await start({ ...stream, snapshotMaxBytes: 10 });
     await s.execute("x = 3");

@@ -10,7 +10,7 @@
 // or `id` flag disagrees with its declaration, fails to compile.
 import { AwreplError } from "../core/errors.ts";
 import { MAX_DELAY_MS } from "../core/limits.ts";
-import { checkSessionName } from "../core/names.ts";
+import { checkSessionName, ENV_VAR_NAME } from "../core/names.ts";
 import type { ClientRequest, RequestId, RequestOf, RequestType, SessionSpec } from "../protocol/supervisor.ts";
 
 export type RequestLine = {
@@ -157,7 +157,6 @@ function checkTarget(fields: Record<string, unknown>, type: string): void {
 
 /** Most names or paths one sandbox field takes. */
 const MAX_SANDBOX_ITEMS = 256;
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** spec.sandbox: false, or {network?: bool, env?: [names], writable?: [absolute paths]}. */
 function checkSandbox(sandbox: unknown): void {
@@ -171,7 +170,7 @@ function checkSandbox(sandbox: unknown): void {
     if (key !== "env" && key !== "writable") throw usage(`spec.sandbox.${key} is not a sandbox field (network, env, writable)`);
     if (!Array.isArray(value) || value.length > MAX_SANDBOX_ITEMS) throw usage(`spec.sandbox.${key} must be a list of at most ${MAX_SANDBOX_ITEMS} strings`);
     for (const item of value) {
-      const ok = typeof item === "string" && (key === "env" ? ENV_NAME.test(item) : item.startsWith("/") && item.length <= 4096 && !item.includes("\0"));
+      const ok = typeof item === "string" && (key === "env" ? ENV_VAR_NAME.test(item) : item.startsWith("/") && item.length <= 4096 && !item.includes("\0"));
       if (!ok) throw usage(`spec.sandbox.${key} has ${preview(JSON.stringify(item))}: ${key === "env" ? "not an environment variable name" : "not an absolute path"}`);
     }
   }
