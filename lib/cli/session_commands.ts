@@ -60,12 +60,12 @@ export function registerRemoteCommands(program: Command, ctx: CliContext, flags:
       const { interruptSession } = await import("../client/attach.ts");
       const interrupted = await interruptSession(name, client());
       if (!interrupted) {
-        const [{ listSessions }, { savedSessionNames }, { resolveHome }] = await Promise.all([
+        const [{ listSessions }, { knownSessionNames }, { resolveHome }] = await Promise.all([
           import("../client/attach.ts"),
           import("../session/snapshot_files.ts"),
           import("../settings/home.ts"),
         ]);
-        const known = (await listSessions(client())).some((r) => r.name === name) || savedSessionNames(resolveHome(client())).includes(name);
+        const known = (await listSessions(client())).some((r) => r.name === name) || knownSessionNames(resolveHome(client())).includes(name);
         if (!known) throw new AwreplError("session_not_found", `No session named ${JSON.stringify(name)}`);
         process.stderr.write(`Session ${name} was not running a cell\n`);
       }
