@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ExecResult } from "../../lib/protocol/result.ts";
 import { cleanupHome, isolationAvailable, PYTHON, requireBwrap, run, start, startSshd, type TestSshd } from "../harness/mod.ts";
+import { exec, run as mcpRun, withMcp } from "./mcp_client.ts";
 
 /** A 1x1 PNG. */
 const PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
@@ -225,6 +226,21 @@ describe("--sandbox from the command line", () => {
       expect(asked.stdout).toBe("2\n");
       expect(asked.stderr).toContain("Session box keeps its sandbox (sandbox: no network, env AWREPL_E2E_HOME GITHUB_TOKEN); --no-sandbox was not applied.");
     }),
+  120_000);
+
+  test("awrepl mcp --sandbox: the sessions an MCP host creates run sandboxed", () =>
+    withKind("sandbox", async (home, _kind, cwd) =>
+      withMcp(
+        home,
+        ["--sandbox", "--env", "AWREPL_E2E_HOME", "--session", "agent"],
+        async ({ client }) => {
+          const r = exec(await mcpRun(client, "import os, socket\ntry:\n    socket.create_connection(('1.1.1.1', 443), timeout=3)\n    net = 'ALLOWED'\nexcept OSError as e:\n    net = e.strerror\nos.getpid(), net"));
+          expect(r.value).toBe("(2, 'Network is unreachable')");
+          expect((await run(["sessions"], { home })).stdout).toMatch(/agent +\d+ +sandbox/);
+        },
+        { cwd },
+      ),
+    ),
   120_000);
 
   test("flag mistakes are usage errors naming the flag and value", () =>
