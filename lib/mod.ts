@@ -19,4 +19,7 @@ export {
   listSessions,
   RemoteSession,
   stopDaemon,
+  stopDaemonReport,
+  type DaemonStopReport,
 } from "./client/attach.ts";
+export type { StopSnapshot } from "./protocol/supervisor.ts";

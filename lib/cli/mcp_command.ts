@@ -67,7 +67,7 @@ async function mcpCommand(ctx: CliContext, flags: McpFlags, python: string | und
   if (flags.cwd !== undefined) {
     const dir = resolve(ctx.cwd, flags.cwd);
     if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) throw usageError(`--cwd ${JSON.stringify(flags.cwd)} is not a directory`);
-    settings = { ...resolveSettings(ctx.env, dir), session: ctx.session };
+    settings = { ...resolveSettings(ctx.env, dir), session: ctx.session, sessionFlags: ctx.sessionFlags };
     for (const notice of settings.config().notices ?? []) process.stderr.write(`awrepl: ${notice}\n`);
   }
   const config = settings.config(); // (the program's context says its notices itself)
@@ -77,7 +77,8 @@ async function mcpCommand(ctx: CliContext, flags: McpFlags, python: string | und
   const heartbeat = ctx.env.AWREPL_MCP_HEARTBEAT_MS; // tests only: a shorter heartbeat
   return runMcpServer({
     defaultSession,
-    attach: { ...attachOptions(settings, { python }), layout: settings.layout, clientEnv: settings.env },
+    // --python and the sandbox options (global: `awrepl mcp --sandbox`) shape the sessions it creates.
+    attach: { ...attachOptions(settings, { ...ctx.sessionFlags(), python }), layout: settings.layout, clientEnv: settings.env },
     timeoutMs: config.timeoutMs,
     maxOutputBytes: flags.maxOutput ?? MCP_DEFAULTS.maxOutputBytes,
     waitMs: flags.wait ?? MCP_DEFAULTS.waitMs,

@@ -10,6 +10,7 @@ import { checkSessionName } from "../core/names.ts";
 import type { CliContext } from "./context.ts";
 import { countOption } from "./options.ts";
 import { type RunArgs, parseFastRun, runCommand } from "./run.ts";
+import type { SandboxFlags } from "./session_options.ts";
 import { trackStdio, writeStream } from "./stdio.ts";
 import { version } from "../../package.json";
 
@@ -52,7 +53,11 @@ raised, 2 usage error, 124 timeout, 125 awrepl failed, 130 interrupted.
  * The context every command gets: the settings, resolved here once (the config itself is read when a
  * command first asks), and the session the global options name.
  */
-export async function makeContext(flagSession: () => string | undefined, env: NodeJS.ProcessEnv): Promise<CliContext> {
+export async function makeContext(
+  flagSession: () => string | undefined,
+  env: NodeJS.ProcessEnv,
+  sessionFlags: () => SandboxFlags & { python?: string } = () => ({}),
+): Promise<CliContext> {
   const { resolveSettings } = await import("../settings/context.ts");
   const settings = resolveSettings(env);
   let told = false;
@@ -66,6 +71,7 @@ export async function makeContext(flagSession: () => string | undefined, env: No
       }
       return config;
     },
+    sessionFlags,
     session() {
       const flag = flagSession();
       if (flag !== undefined) return checkSessionName(flag);
@@ -81,7 +87,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   try {
     const fast = parseFastRun(argv);
     if (fast) {
-      const ctx = await makeContext(() => fast.session, env);
+      const ctx = await makeContext(() => fast.session, env, () => ({ ...fast.sandbox, python: fast.run.python }));
       return await runCommand(fast.run, ctx);
     }
     // Off the fast path, commander and the supervisor commands write through process.stdout/stderr.
@@ -160,6 +166,11 @@ async function runProgram(argv: readonly string[], env: NodeJS.ProcessEnv, json:
   return exitCode;
 }
 
+/** Commander's collector for a repeatable option. */
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
 function isCommanderError(err: unknown): err is CommanderError {
   return err instanceof Error && typeof (err as CommanderError).code === "string" && (err as CommanderError).code.startsWith("commander.");
 }
@@ -175,6 +186,11 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
     .helpCommand("help [command]", "show help for a command")
     .option("-s, --session <name>", "run in the named session (kept by a background supervisor); default $AWREPL_SESSION")
     .option("--python <cmd>", "interpreter command line for a new session (default: $AWREPL_PYTHON, config, venv, python3)")
+    .option("--sandbox", "run a new session's worker in a sandbox (bubblewrap): no network, read-only but the cwd, home secrets hidden, env allowlist")
+    .option("--no-sandbox", "no sandbox for a new session, whatever the config says")
+    .option("--sandbox-net", "with --sandbox: keep the network")
+    .option("--env <name>", "with --sandbox: pass this environment variable in (repeatable)", collect, [] as string[])
+    .option("--sandbox-write <path>", "with --sandbox: this path is writable too (repeatable)", collect, [] as string[])
     .option("--self-test", "prove the contract on this machine (no network) and exit")
     .addHelpText("after", EXAMPLES)
     .showSuggestionAfterError(true)
@@ -185,8 +201,17 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
       outputError: (s, write) => write(`awrepl: ${oneLine(s)}\n`),
     });
 
-  const ctx = await makeContext(() => program.opts<{ session?: string }>().session, env);
   const pythonFlag = () => program.opts<{ python?: string }>().python;
+  const sessionFlags = () => {
+    const o = program.opts<{ sandbox?: boolean; sandboxNet?: boolean; env: string[]; sandboxWrite: string[] }>();
+    const flags: SandboxFlags & { python?: string } = { python: pythonFlag() };
+    if (o.sandbox !== undefined) flags.sandbox = o.sandbox;
+    if (o.sandboxNet) flags.net = true;
+    if (o.env.length) flags.env = o.env;
+    if (o.sandboxWrite.length) flags.write = o.sandboxWrite;
+    return flags;
+  };
+  const ctx = await makeContext(() => program.opts<{ session?: string }>().session, env, sessionFlags);
 
   program
     .command("run")
@@ -210,7 +235,7 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
     });
 
   const { registerRemoteCommands } = await import("./session_commands.ts");
-  registerRemoteCommands(program, ctx);
+  registerRemoteCommands(program, ctx, sessionFlags, setExit);
   const { registerTrustCommand } = await import("./trust_command.ts");
   registerTrustCommand(program, ctx);
   const { registerServeCommand } = await import("./serve/command.ts");

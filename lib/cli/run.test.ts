@@ -3,18 +3,25 @@ import { parseFastRun } from "./run.ts";
 
 describe("parseFastRun", () => {
   test("takes the well-formed run commands of the hot path", () => {
-    expect(parseFastRun(["run", "1+1"])).toEqual({ session: undefined, run: { code: "1+1" } });
-    expect(parseFastRun(["-s", "a", "run", "x"])).toEqual({ session: "a", run: { code: "x" } });
-    expect(parseFastRun(["run", "x", "--session", "a"])).toEqual({ session: "a", run: { code: "x" } });
-    expect(parseFastRun(["--session=a.b-c_1", "run", "--json", "--traceback", "x"])).toEqual({ session: "a.b-c_1", run: { code: "x", json: true, traceback: true } });
-    expect(parseFastRun(["run", "--timeout", "5", "--max-output=7", "-f", "c.py"])).toEqual({ session: undefined, run: { file: "c.py", timeoutMs: 5, maxOutputBytes: 7 } });
-    expect(parseFastRun(["run", "-"])).toEqual({ session: undefined, run: { code: "-" } });
-    expect(parseFastRun(["run"])).toEqual({ session: undefined, run: {} });
-    expect(parseFastRun(["--python", "/usr/bin/python3", "run", "x"])).toEqual({ session: undefined, run: { code: "x", python: "/usr/bin/python3" } });
-    expect(parseFastRun(["run", "--", "-1"])).toEqual({ session: undefined, run: { code: "-1" } });
-    expect(parseFastRun(["-s", "a", "run", "--autosave", "x"])).toEqual({ session: "a", run: { code: "x", autosave: true } });
-    expect(parseFastRun(["run", "--display-dir", "plots", "x"])).toEqual({ session: undefined, run: { code: "x", displayDir: "plots" } });
-    expect(parseFastRun(["run", "--display-dir=-odd", "x"])).toEqual({ session: undefined, run: { code: "x", displayDir: "-odd" } });
+    expect(parseFastRun(["run", "1+1"])).toEqual({ session: undefined, run: { code: "1+1" }, sandbox: {} });
+    expect(parseFastRun(["-s", "a", "run", "x"])).toEqual({ session: "a", run: { code: "x" }, sandbox: {} });
+    expect(parseFastRun(["run", "x", "--session", "a"])).toEqual({ session: "a", run: { code: "x" }, sandbox: {} });
+    expect(parseFastRun(["--session=a.b-c_1", "run", "--json", "--traceback", "x"])).toEqual({ session: "a.b-c_1", run: { code: "x", json: true, traceback: true }, sandbox: {} });
+    expect(parseFastRun(["run", "--timeout", "5", "--max-output=7", "-f", "c.py"])).toEqual({ session: undefined, run: { file: "c.py", timeoutMs: 5, maxOutputBytes: 7 }, sandbox: {} });
+    expect(parseFastRun(["run", "-"])).toEqual({ session: undefined, run: { code: "-" }, sandbox: {} });
+    expect(parseFastRun(["run"])).toEqual({ session: undefined, run: {}, sandbox: {} });
+    expect(parseFastRun(["--python", "/usr/bin/python3", "run", "x"])).toEqual({ session: undefined, run: { code: "x", python: "/usr/bin/python3" }, sandbox: {} });
+    expect(parseFastRun(["run", "--", "-1"])).toEqual({ session: undefined, run: { code: "-1" }, sandbox: {} });
+    expect(parseFastRun(["-s", "a", "run", "--autosave", "x"])).toEqual({ session: "a", run: { code: "x", autosave: true }, sandbox: {} });
+    // The sandbox flags, global like --python, anywhere on the line.
+    expect(parseFastRun(["--sandbox", "-s", "a", "run", "--env", "TOKEN", "--sandbox-net", "--sandbox-write=/data", "--env=B", "x"])).toEqual({
+      session: "a",
+      run: { code: "x" },
+      sandbox: { sandbox: true, net: true, env: ["TOKEN", "B"], write: ["/data"] },
+    });
+    expect(parseFastRun(["run", "--sandbox", "--no-sandbox", "x"])).toEqual({ session: undefined, run: { code: "x" }, sandbox: { sandbox: false } });
+    expect(parseFastRun(["run", "--display-dir", "plots", "x"])).toEqual({ session: undefined, run: { code: "x", displayDir: "plots" }, sandbox: {} });
+    expect(parseFastRun(["run", "--display-dir=-odd", "x"])).toEqual({ session: undefined, run: { code: "x", displayDir: "-odd" }, sandbox: {} });
   });
 
   test("leaves everything else to commander (which reports errors)", () => {
@@ -42,6 +49,9 @@ describe("parseFastRun", () => {
       ["run", "--display-dir=", "x"],
       ["--", "run", "x"],
       ["run", "--json=yes", "x"],
+      ["run", "--env", "-x"],
+      ["run", "--env"],
+      ["run", "--sandbox=1", "x"],
       ["serve"],
       ["--self-test"],
     ]) {

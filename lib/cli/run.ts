@@ -13,6 +13,7 @@ import type { ExecResult } from "../protocol/result.ts";
 import type { RemoteExecuteOptions, RemoteSession } from "../client/attach.ts";
 import type { ReplSession } from "../session/session.ts";
 import type { CliContext } from "./context.ts";
+import type { SandboxFlags } from "./session_options.ts";
 import { readCell } from "./input.ts";
 import { LiveEcho, renderJson, renderText, useColor, writeRendered } from "./render.ts";
 import { watchCtrlC } from "./ctrl_c.ts";
@@ -46,7 +47,7 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
     void client?.then(({ early }) => early.conn.then((c) => c?.close(), () => {}));
     throw err;
   }
-  const flags = { python: args.python, timeoutMs: args.timeoutMs, maxOutputBytes: args.maxOutputBytes, autosave: args.autosave };
+  const flags = { ...ctx.sessionFlags(), python: args.python, timeoutMs: args.timeoutMs, maxOutputBytes: args.maxOutputBytes, autosave: args.autosave };
   const config = ctx.config();
   // --display-dir: a directory that cannot be made is said before the cell runs, not after.
   let displayDir: { dir: string; move: (result: ExecResult, dir: string) => string[] } | undefined;
@@ -166,12 +167,13 @@ function abandonedResult(durationMs: number): ExecResult {
 // any error), so there is one source of error messages.
 // ---------------------------------------------------------------------------------------------
 
-export type FastRun = { session?: string; run: RunArgs };
+export type FastRun = { session?: string; run: RunArgs; sandbox: SandboxFlags };
 
 export function parseFastRun(argv: readonly string[]): FastRun | null {
   let session: string | undefined;
   let python: string | undefined;
   const run: RunArgs = {};
+  const sandbox: SandboxFlags = {};
   let sawRun = false;
   let positional: string | undefined;
   let endOfOptions = false;
@@ -204,6 +206,14 @@ export function parseFastRun(argv: readonly string[]): FastRun | null {
       const v = value();
       if (v === undefined || v.startsWith("-") || v.trim() === "") return null;
       python = v;
+    } else if ((flag === "--sandbox" || flag === "--no-sandbox" || flag === "--sandbox-net") && inline === undefined) {
+      if (flag === "--sandbox-net") sandbox.net = true;
+      else sandbox.sandbox = flag === "--sandbox"; // the last one wins, as in commander
+    } else if (flag === "--env" || flag === "--sandbox-write") {
+      const v = value();
+      if (v === undefined || v.startsWith("-") || v === "") return null; // commander says why
+      if (flag === "--env") (sandbox.env ??= []).push(v);
+      else (sandbox.write ??= []).push(v);
     } else if (!sawRun) {
       return null; // run's own options are not program options
     } else if (inline === undefined && (flag === "--json" || flag === "--traceback" || flag === "--autosave")) {
@@ -232,5 +242,5 @@ export function parseFastRun(argv: readonly string[]): FastRun | null {
   if (!sawRun) return null;
   if (positional !== undefined) run.code = positional;
   if (python !== undefined) run.python = python;
-  return { session, run };
+  return { session, run, sandbox };
 }

@@ -3,17 +3,18 @@
 // the supervisor.
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import type { Command } from "commander";
+import { type Command, Option } from "commander";
 import { type RemoteSession, attach } from "../client/attach.ts";
 import { SUPERVISOR_SUBCOMMAND } from "../client/start.ts";
-import { AwreplError, usageError } from "../core/errors.ts";
+import { AwreplError, ExitCode, usageError } from "../core/errors.ts";
 import type { RestoreReport } from "../protocol/result.ts";
-import type { SessionInfo } from "../protocol/supervisor.ts";
+import type { SessionInfo, StopSnapshot } from "../protocol/supervisor.ts";
 import type { SnapshotReport } from "../protocol/api.ts";
 import type { CliContext } from "./context.ts";
-import { attachOptions } from "./session_options.ts";
+import { countOption } from "./options.ts";
+import { attachOptions, type SessionFlags } from "./session_options.ts";
 
-export function registerRemoteCommands(program: Command, ctx: CliContext): void {
+export function registerRemoteCommands(program: Command, ctx: CliContext, flags: () => SessionFlags, setExit: (code: number) => void): void {
   const client = () => ({ env: ctx.env, layout: ctx.layout });
 
   program
@@ -21,7 +22,7 @@ export function registerRemoteCommands(program: Command, ctx: CliContext): void 
     .description("list the session's variables (name and short repr)")
     .option("--json", "print one JSON object")
     .action(async (opts: { json?: boolean }) => {
-      const vars = await withSession(ctx, (s) => s.variables(), EXISTING);
+      const vars = await withSession(ctx, flags(), (s) => s.variables(), EXISTING);
       if (opts.json) return print(JSON.stringify(vars));
       const names = Object.keys(vars);
       const width = Math.min(24, Math.max(0, ...names.map((n) => n.length)));
@@ -34,7 +35,7 @@ export function registerRemoteCommands(program: Command, ctx: CliContext): void 
     .argument("<name>", "a name in the session's namespace")
     .option("--json", "print one JSON object")
     .action(async (name: string, opts: { json?: boolean }) => {
-      const info = await withSession(ctx, (s) => s.inspect(name), EXISTING);
+      const info = await withSession(ctx, flags(), (s) => s.inspect(name), EXISTING);
       if (opts.json) return print(JSON.stringify(info));
       print(
         Object.entries(info)
@@ -48,7 +49,7 @@ export function registerRemoteCommands(program: Command, ctx: CliContext): void 
     .command("reset")
     .description("clear the session's namespace (the worker keeps running)")
     .action(async () => {
-      await withSession(ctx, (s) => s.reset(), EXISTING);
+      await withSession(ctx, flags(), (s) => s.reset(), EXISTING);
     });
 
   program
@@ -59,12 +60,12 @@ export function registerRemoteCommands(program: Command, ctx: CliContext): void 
       const { interruptSession } = await import("../client/attach.ts");
       const interrupted = await interruptSession(name, client());
       if (!interrupted) {
-        const [{ listSessions }, { savedSessionNames }, { resolveHome }] = await Promise.all([
+        const [{ listSessions }, { knownSessionNames }, { resolveHome }] = await Promise.all([
           import("../client/attach.ts"),
           import("../session/snapshot_files.ts"),
           import("../settings/home.ts"),
         ]);
-        const known = (await listSessions(client())).some((r) => r.name === name) || savedSessionNames(resolveHome(client())).includes(name);
+        const known = (await listSessions(client())).some((r) => r.name === name) || knownSessionNames(resolveHome(client())).includes(name);
         if (!known) throw new AwreplError("session_not_found", `No session named ${JSON.stringify(name)}`);
         process.stderr.write(`Session ${name} was not running a cell\n`);
       }
@@ -73,28 +74,30 @@ export function registerRemoteCommands(program: Command, ctx: CliContext): void 
   program
     .command("snapshot")
     .description("save the session's variables (default: in the state directory, restored on next use)")
-    .argument("[path]", "where to write the snapshot (its JSON manifest goes beside it)")
+    .argument("[path]", "where to write the snapshot on this machine (its JSON manifest goes beside it)")
     .option("--json", "print one JSON object")
-    .action(async (path: string | undefined, opts: { json?: boolean }) => {
+    .addOption(timeoutOption())
+    .action(async (path: string | undefined, opts: { json?: boolean; timeout?: number }) => {
       // A relative path is the caller's, not the session's working directory.
       const target = path === undefined ? undefined : resolve(path);
       if (target !== undefined && !isDirectory(dirname(target))) {
         throw usageError(`Cannot write a snapshot to ${target}: the directory ${dirname(target)} does not exist`);
       }
-      const report = await withSession(ctx, (s) => s.snapshot(target), EXISTING);
+      const report = await withSession(ctx, flags(), (s) => s.snapshot(target, { timeoutMs: opts.timeout }), EXISTING);
       print(opts.json ? JSON.stringify(report) : snapshotText(report));
     });
 
   program
     .command("restore")
     .description("load a snapshot's variables into the session (default: its own snapshot)")
-    .argument("[path]", "the snapshot to load")
+    .argument("[path]", "the snapshot to load (a file on this machine, whatever the worker's host)")
     .option("--json", "print one JSON object")
-    .action(async (path: string | undefined, opts: { json?: boolean }) => {
+    .addOption(timeoutOption())
+    .action(async (path: string | undefined, opts: { json?: boolean; timeout?: number }) => {
       const source = path === undefined ? undefined : resolve(path);
       if (source !== undefined && !existsSync(source)) throw usageError(`No snapshot at ${source}`);
       // Its own snapshot: nothing to restore into a name that has neither a session nor a snapshot.
-      const report = await withSession(ctx, (s) => s.restore(source), source === undefined);
+      const report = await withSession(ctx, flags(), (s) => s.restore(source, { timeoutMs: opts.timeout }), source === undefined);
       print(opts.json ? JSON.stringify(report) : restoreText(report));
     });
 
@@ -103,18 +106,24 @@ export function registerRemoteCommands(program: Command, ctx: CliContext): void 
     .description("list the supervisor's sessions")
     .option("--json", "print a JSON array")
     .action(async (opts: { json?: boolean }) => {
-      const [{ listSessions }, { savedSessionNames }, { resolveHome }] = await Promise.all([
+      const [{ listSessions }, { knownSessionNames, savedSessionNames }, { resolveHome }] = await Promise.all([
         import("../client/attach.ts"),
         import("../session/snapshot_files.ts"),
         import("../settings/home.ts"),
       ]);
       const rows = await listSessions(client());
       if (opts.json) return print(JSON.stringify(rows));
-      // Sessions that exist only as a snapshot come back on their next use: say which.
+      // Sessions that exist only as a snapshot come back on their next use: say which, and which
+      // come back empty (their state was not saved).
+      const home = resolveHome(client());
       const running = new Set(rows.map((r) => r.name));
-      const saved = savedSessionNames(resolveHome(client())).filter((n) => !running.has(n));
-      const table = rows.length === 0 && saved.length > 0 ? "No sessions running" : sessionsTable(rows);
-      print(saved.length ? `${table}\nSaved, restored on next use: ${saved.join(", ")}` : table);
+      const saved = savedSessionNames(home).filter((n) => !running.has(n));
+      const lost = knownSessionNames(home).filter((n) => !running.has(n) && !saved.includes(n));
+      const table = rows.length === 0 && saved.length + lost.length > 0 ? "No sessions running" : sessionsTable(rows);
+      const lines = [table];
+      if (saved.length) lines.push(`Saved, restored on next use: ${saved.join(", ")}`);
+      if (lost.length) lines.push(`State NOT saved (re-created empty on next use): ${lost.join(", ")}`);
+      print(lines.join("\n"));
     });
 
   program
@@ -122,18 +131,25 @@ export function registerRemoteCommands(program: Command, ctx: CliContext): void 
     .description("end a session's worker and forget its snapshot (or every session with --all)")
     .argument("[name]", "the session to close")
     .option("--all", "close every session")
-    .option("--keep", "keep the snapshot: the next use of the name restores it")
+    .option("--keep", "snapshot first and keep it: the next use of the name restores it (a session whose snapshot fails is not closed; exit 1)")
     .action(async (name: string | undefined, opts: { all?: boolean; keep?: boolean }) => {
-      const { closeAllSessions, closeSession } = await import("../client/attach.ts");
+      const { closeAllSessionsReport, closeSessionReport } = await import("../client/attach.ts");
       const options = { ...client(), keep: opts.keep === true };
+      let unsaved: StopSnapshot[];
       if (opts.all) {
         if (name !== undefined) throw usageError("close takes a session name or --all, not both");
-        const closed = await closeAllSessions(options);
-        process.stderr.write(closed.length ? `Closed ${closed.join(", ")}\n` : "No sessions to close\n");
-        return;
+        const report = await closeAllSessionsReport(options);
+        process.stderr.write(report.closed.length ? `Closed ${report.closed.join(", ")}\n` : "No sessions to close\n");
+        unsaved = report.unsaved;
+      } else {
+        if (name === undefined) throw usageError("close needs a session name (or --all)");
+        const report = await closeSessionReport(name, options);
+        if (!report.found) throw new AwreplError("session_not_found", `No session named ${JSON.stringify(name)}`);
+        unsaved = report.unsaved;
       }
-      if (name === undefined) throw usageError("close needs a session name (or --all)");
-      if (!(await closeSession(name, options))) throw new AwreplError("session_not_found", `No session named ${JSON.stringify(name)}`);
+      // --keep whose snapshot failed: the session was left running rather than lose its state.
+      for (const o of unsaved) process.stderr.write(`awrepl: session ${o.session} was NOT closed: its snapshot failed: ${o.error}. It keeps running; close it without --keep to end it anyway.\n`);
+      if (unsaved.length) setExit(ExitCode.stateNotSaved);
     });
 
   const daemon = program
@@ -163,11 +179,19 @@ export function registerRemoteCommands(program: Command, ctx: CliContext): void 
     });
   daemon
     .command("stop")
-    .description("stop the supervisor and every session's worker")
-    .action(async () => {
-      const { stopDaemon } = await import("../client/attach.ts");
-      const stopped = await stopDaemon(client());
-      process.stderr.write(stopped ? "Supervisor stopped\n" : "Supervisor not running\n");
+    .description("snapshot every session, then stop the supervisor and every worker (exit 1 if a session's state could not be saved)")
+    .option("--json", "print one JSON object: {stopped, snapshots: [per session], unsaved: [names]}")
+    .action(async (opts: { json?: boolean }) => {
+      const [{ stopDaemonReport }, { describeStopSnapshot }] = await Promise.all([import("../client/attach.ts"), import("../supervisor/persistence.ts")]);
+      const report = await stopDaemonReport(client());
+      if (opts.json) print(JSON.stringify({ stopped: report.stopped, snapshots: report.snapshots, unsaved: report.unsaved.map((o) => o.session) }));
+      const lines = [report.stopped ? "Supervisor stopped" : "Supervisor not running"];
+      for (const o of report.snapshots ?? []) {
+        const unsaved = report.unsaved.includes(o);
+        if (unsaved || o.skipped?.length || o.status === "not_written") lines.push(`${unsaved ? "awrepl: " : ""}session ${o.session}: ${describeStopSnapshot(o)}`);
+      }
+      process.stderr.write(`${lines.join("\n")}\n`);
+      if (report.unsaved.length) setExit(ExitCode.stateNotSaved);
     });
   daemon
     .command("logs")
@@ -209,14 +233,18 @@ function requireSession(ctx: CliContext): string {
 /** Commands that only read or act on a session: a name with no session and no snapshot is an error. */
 const EXISTING = true;
 
-async function withSession<T>(ctx: CliContext, fn: (s: RemoteSession) => Promise<T>, existing = false): Promise<T> {
+async function withSession<T>(ctx: CliContext, flags: SessionFlags, fn: (s: RemoteSession) => Promise<T>, existing = false): Promise<T> {
   const name = requireSession(ctx);
-  const session = await attach(name, { ...attachOptions(ctx), existing });
+  const session = await attach(name, { ...attachOptions(ctx, flags), existing, onNotice: (text) => void process.stderr.write(`awrepl: ${text}\n`) });
   try {
     return await fn(session);
   } finally {
     await session.close();
   }
+}
+
+function timeoutOption(): Option {
+  return new Option("--timeout <ms>", "this call's deadline in ms, 0 = none (default: the session's)").argParser((v) => countOption("--timeout", "timeoutMs", v));
 }
 
 function isDirectory(path: string): boolean {
@@ -243,10 +271,14 @@ function restoreText(r: RestoreReport): string {
 /** The `sessions` table (also the MCP `sessions` tool's text). */
 export function sessionsTable(rows: SessionInfo[]): string {
   if (rows.length === 0) return "No sessions";
-  const header = ["NAME", "PID", "STATE", "CELLS", "AGE", "IDLE", "RSS", "PYTHON", "CWD"];
+  // Where each worker runs, once any runs elsewhere than a plain local process: pid, cwd and RSS are
+  // then the far side's (or the sandbox's), as the worker reported them.
+  const where = rows.some((r) => r.worker === "transport" || r.sandbox);
+  const header = ["NAME", "PID", ...(where ? ["WHERE"] : []), "STATE", "CELLS", "AGE", "IDLE", "RSS", "PYTHON", "CWD"];
   const lines = rows.map((r) => [
     r.name,
     String(r.pid ?? "-"),
+    ...(where ? [r.worker === "transport" ? `host ${r.host ?? "?"}` : r.sandbox ? "sandbox" : "local"] : []),
     r.queued ? `${r.state}+${r.queued}` : r.state,
     String(r.cells_run),
     duration(r.age_ms),

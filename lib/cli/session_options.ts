@@ -4,9 +4,12 @@
 import type { AttachOptions } from "../client/attach.ts";
 import type { ReplSessionOptions } from "../session/session.ts";
 import type { Settings } from "../settings/context.ts";
+import { type SandboxFlags, sandboxSpec } from "../settings/sandbox_flags.ts";
+
+export type { SandboxFlags } from "../settings/sandbox_flags.ts";
 
 /** What a command's own flags say about its session (undefined: the config's value). */
-export type SessionFlags = {
+export type SessionFlags = SandboxFlags & {
   /** --python: beats the interpreter a session restored from its snapshot was created with. */
   python?: string;
   timeoutMs?: number;
@@ -17,12 +20,12 @@ export type SessionFlags = {
 
 /**
  * How a named session is created if it does not exist yet (an existing one keeps its interpreter,
- * directory and environment). The config's interpreter (AWREPL_PYTHON, the config file) is only a
- * default: unlike --python it does not replace the one a restored session was created with.
+ * sandbox, directory and environment). The config's interpreter (AWREPL_PYTHON, the config file) is
+ * only a default: unlike --python it does not replace the one a restored session was created with.
  */
 export function attachOptions(settings: Settings, flags: SessionFlags = {}): AttachOptions {
   const config = settings.config();
-  return {
+  const options: AttachOptions = {
     python: flags.python,
     defaultPython: config.python,
     timeoutMs: flags.timeoutMs ?? config.timeoutMs,
@@ -33,12 +36,15 @@ export function attachOptions(settings: Settings, flags: SessionFlags = {}): Att
     layout: settings.layout,
     clientEnv: settings.env,
   };
+  const sandbox = sandboxSpec(settings, flags);
+  if (sandbox !== undefined) options.sandbox = sandbox;
+  return options;
 }
 
 /** The same, for a worker the command starts itself and ends on its way out. */
 export function ownSessionOptions(settings: Settings, flags: SessionFlags = {}): ReplSessionOptions {
   const config = settings.config();
-  return {
+  const options: ReplSessionOptions = {
     python: flags.python ?? config.python,
     timeoutMs: flags.timeoutMs ?? config.timeoutMs,
     maxOutputBytes: flags.maxOutputBytes ?? config.maxOutputBytes,
@@ -50,4 +56,7 @@ export function ownSessionOptions(settings: Settings, flags: SessionFlags = {}):
     displayMaxEntries: config.displayMaxEntries,
     figureFormat: config.figureFormat,
   };
+  const sandbox = sandboxSpec(settings, flags);
+  if (sandbox) options.sandbox = sandbox;
+  return options;
 }

@@ -7,17 +7,17 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { SupervisorConnection } from "./connection.ts";
-import { connectFast, connectSupervisor, stopAndWait } from "./start.ts";
+import { connectFast, connectSupervisor } from "./start.ts";
 import { processAlive } from "../core/process.ts";
 import { AwreplError } from "../core/errors.ts";
 import { answerHostRequest } from "../core/host_bridge.ts";
 import { checkSessionName } from "../core/names.ts";
 import type { RawText } from "../wire/output_frames.ts";
-import type { CollectValue, DaemonStatus, RequestId, SessionInfo, SessionSpec } from "../protocol/supervisor.ts";
+import type { CollectValue, DaemonStatus, RequestId, SessionInfo, SessionSpec, StopSnapshot } from "../protocol/supervisor.ts";
 import type { ExecResult, RestoreReport } from "../protocol/result.ts";
 import type { InspectInfo } from "../protocol/runtime.ts";
 import { type ClientOptions, type HomeLayout, layoutOf } from "../settings/home.ts";
-import type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, SnapshotReport } from "../protocol/api.ts";
+import type { CompletenessStatus, ExecuteOptions, SandboxProfile, Session, SessionOptions, SnapshotReport } from "../protocol/api.ts";
 
 export type { ClientOptions } from "../settings/home.ts";
 
@@ -27,7 +27,7 @@ export type { ClientOptions } from "../settings/home.ts";
  * environment, used to find the state directory (unless `home` or `layout` is given) and to start the
  * supervisor.
  */
-export type AttachOptions = SessionOptions & {
+export type AttachOptions = Omit<SessionOptions, "sandbox"> & {
   clientEnv?: NodeJS.ProcessEnv;
   /** The state directory's layout, already resolved (a command resolves it once); beats `home` and `clientEnv`. */
   layout?: HomeLayout;
@@ -39,12 +39,22 @@ export type AttachOptions = SessionOptions & {
   /** Only an existing session, or one with a snapshot to restore: never create a fresh one (session_not_found). */
   existing?: boolean;
   /**
+   * Create the session in a sandbox with this profile (`--sandbox`); false: explicitly none. A live
+   * session, or one re-created from its saved spec, keeps its own (a different ask is said in `notice`).
+   */
+  sandbox?: SandboxProfile | false;
+  /**
    * For a long-lived client (`serve`): a call that is safe to repeat (variables, inspect, reset,
    * complete, is_complete) and that the supervisor's going away cut off is sent again at once, to a
    * new supervisor; and any call that finds the supervisor gone or stopping makes the next one
    * connect again. A cell, snapshot or restore is never sent twice: it may have run.
    */
   resendSafeCalls?: boolean;
+  /**
+   * Hears what the supervisor says beside an answer: this call asked the live session for another
+   * interpreter or sandbox than it has, which it keeps (an execute's result carries it in `notice`).
+   */
+  onNotice?: (text: string) => void;
 };
 
 export async function attach(name: string, options: AttachOptions = {}, early?: EarlyConnection): Promise<RemoteSession> {
@@ -53,7 +63,7 @@ export async function attach(name: string, options: AttachOptions = {}, early?: 
   const layout = early?.layout ?? layoutOf({ env, home: options.home, layout: options.layout });
   // No round trip here: the first call carries the session's spec and creates it if needed.
   const conn = (await early?.conn) ?? (await connectFast(layout, env));
-  return new RemoteSession(name, conn, { spec: sessionSpec(options, env), layout, env, resendSafeCalls: options.resendSafeCalls === true });
+  return new RemoteSession(name, conn, { spec: sessionSpec(options, env), layout, env, resendSafeCalls: options.resendSafeCalls === true, onNotice: options.onNotice });
 }
 
 /** RemoteSession.execute's options: Session's, plus undecoded live output and a live-output limit. */
@@ -109,6 +119,7 @@ type RemoteSessionSetup = {
   /** The caller's environment, to start a supervisor with. */
   env: NodeJS.ProcessEnv;
   resendSafeCalls: boolean;
+  onNotice?: (text: string) => void;
 };
 
 /** Whether sending a call again after the supervisor went away mid-call is harmless. */
@@ -134,7 +145,9 @@ export class RemoteSession implements Session {
     readonly id: string,
     private conn: SupervisorConnection,
     private readonly setup: RemoteSessionSetup,
-  ) {}
+  ) {
+    conn.onNotice = setup.onNotice;
+  }
 
   /**
    * `onRawOutput` (not part of Session) gets live output undecoded, as ReplSession's does.
@@ -266,12 +279,14 @@ export class RemoteSession implements Session {
     return this.#send("safe", (c) => c.call({ type: "is_complete", session: this.id, code, spec: this.setup.spec }));
   }
 
-  snapshot(path?: string): Promise<SnapshotReport> {
-    return this.#send("once", (c) => c.call({ type: "snapshot", session: this.id, path, spec: this.setup.spec }));
+  /** `timeoutMs`: this call's deadline instead of the session's. */
+  snapshot(path?: string, options: { timeoutMs?: number } = {}): Promise<SnapshotReport> {
+    return this.#send("once", (c) => c.call({ type: "snapshot", session: this.id, path, timeout_ms: options.timeoutMs, spec: this.setup.spec }));
   }
 
-  restore(path?: string): Promise<RestoreReport> {
-    return this.#send("once", (c) => c.call({ type: "restore", session: this.id, path, spec: this.setup.spec }));
+  /** `timeoutMs`: this call's deadline instead of the session's (a large file, a slow link). */
+  restore(path?: string, options: { timeoutMs?: number } = {}): Promise<RestoreReport> {
+    return this.#send("once", (c) => c.call({ type: "restore", session: this.id, path, timeout_ms: options.timeoutMs, spec: this.setup.spec }));
   }
 
   /** Detaches: the session stays in the supervisor. */
@@ -301,6 +316,7 @@ export class RemoteSession implements Session {
   async #reconnect(): Promise<void> {
     this.conn.close();
     this.conn = (await connectSupervisor(this.setup.layout, { autostart: true, env: this.setup.env })) as SupervisorConnection;
+    this.conn.onNotice = this.setup.onNotice;
     this.#stale = false;
   }
 }
@@ -317,28 +333,49 @@ export type CloseOptions = ClientOptions & {
 
 /**
  * Ends one session's worker and forgets its snapshot (unless `keep`), also when the session is not
- * running. Resolves false when there was neither a running session nor a snapshot of that name.
+ * running. Resolves false when there was neither a running session nor a snapshot of that name. With
+ * `keep`, a session whose snapshot fails is not closed (that would lose its state): snapshot_failed.
  */
 export async function closeSession(name: string, options: CloseOptions = {}): Promise<boolean> {
+  const report = await closeSessionReport(name, options);
+  if (report.unsaved.length) throw new AwreplError("snapshot_failed", `Session ${name} was not closed: ${describeUnsaved(report.unsaved)}`);
+  return report.found;
+}
+
+/** What `close` did: whether the name was known, and (with `keep`) the sessions left running because their snapshot failed. */
+export type CloseReport = { found: boolean; unsaved: StopSnapshot[] };
+
+/** As closeSession, resolving a report instead of rejecting (`awrepl close` prints it). */
+export async function closeSessionReport(name: string, options: CloseOptions = {}): Promise<CloseReport> {
   checkSessionName(name);
   const layout = layoutOf(options);
   const keep = options.keep === true;
   const r = await withSupervisor(layout, (c) => c.call({ type: "close", session: name, keep }));
-  if (r) return r.closed || r.forgot;
-  // No supervisor: the snapshot on disk is all there is of the session.
-  const { forgetSnapshot } = await import("../session/snapshot_files.ts");
-  return keep ? false : forgetSnapshot(layout.home, name);
+  if (r) {
+    const unsaved = r.snapshot && r.snapshot.status !== "saved" ? [r.snapshot] : [];
+    return { found: r.closed || r.forgot || unsaved.length > 0, unsaved };
+  }
+  // No supervisor: the files on disk are all there is of the session.
+  const { forgetSnapshot, knownSessionNames } = await import("../session/snapshot_files.ts");
+  return { found: keep ? knownSessionNames(layout.home).includes(name) : forgetSnapshot(layout.home, name), unsaved: [] };
 }
 
 /** Ends every session and forgets every snapshot (unless `keep`); resolves the names closed or forgotten. */
 export async function closeAllSessions(options: CloseOptions = {}): Promise<string[]> {
+  const report = await closeAllSessionsReport(options);
+  if (report.unsaved.length) throw new AwreplError("snapshot_failed", `Not every session was closed: ${describeUnsaved(report.unsaved)}`);
+  return report.closed;
+}
+
+/** As closeAllSessions, resolving the names closed and the sessions left running (their `keep` snapshot failed). */
+export async function closeAllSessionsReport(options: CloseOptions = {}): Promise<{ closed: string[]; unsaved: StopSnapshot[] }> {
   const layout = layoutOf(options);
   const keep = options.keep === true;
   const r = await withSupervisor(layout, (c) => c.call({ type: "close_all", keep }));
-  if (r) return [...new Set([...r.closed, ...r.forgot])].sort();
-  if (keep) return [];
-  const { forgetSnapshot, savedSessionNames } = await import("../session/snapshot_files.ts");
-  return savedSessionNames(layout.home).filter((n) => forgetSnapshot(layout.home, n));
+  if (r) return { closed: [...new Set([...r.closed, ...r.forgot])].sort(), unsaved: (r.snapshots ?? []).filter((o) => o.status !== "saved") };
+  if (keep) return { closed: [], unsaved: [] };
+  const { forgetSnapshot, knownSessionNames } = await import("../session/snapshot_files.ts");
+  return { closed: knownSessionNames(layout.home).filter((n) => forgetSnapshot(layout.home, n)), unsaved: [] };
 }
 
 /** Interrupts a session's running cell from any process. Resolves false when nothing ran. */
@@ -370,24 +407,72 @@ export async function daemonStatus(options: ClientOptions = {}): Promise<DaemonS
   return withSupervisor(layoutOf(options), (c) => c.call({ type: "status" }));
 }
 
-/** Stops the supervisor (every session ends with it) and waits until it is gone. False if none ran. */
+/** How long `daemon stop` waits for the snapshots' report (the supervisor's budget is 8 s, plus interrupts). */
+const STOP_REPLY_WAIT_MS = 30_000;
+/** How long it then waits for the supervisor's process to end (it waits at most 10 s for its workers). */
+const STOP_EXIT_WAIT_MS = 15_000;
+
+/** `promise`, or a rejection after `ms`. */
+function withinMs<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+/** What `daemon stop` found: whether a supervisor ran, and what became of each session's state. */
+export type DaemonStopReport = {
+  stopped: boolean;
+  /** One per session the supervisor held; null when the supervisor did not say (another version, or it crashed). */
+  snapshots: StopSnapshot[] | null;
+  /** The sessions whose state was not saved (their next use restores an older snapshot, or none). */
+  unsaved: StopSnapshot[];
+};
+
+/**
+ * Stops the supervisor (every session ends with it) and waits until it is gone. Resolves false if
+ * none ran, true once it stopped; rejects with `snapshot_failed` (after the stop, the report in its
+ * `report` property) when a session's state could not be saved: a stop never loses state silently.
+ */
 export async function stopDaemon(options: ClientOptions = {}): Promise<boolean> {
+  const report = await stopDaemonReport(options);
+  if (report.unsaved.length > 0) {
+    const error = new AwreplError("snapshot_failed", `The supervisor stopped, but ${describeUnsaved(report.unsaved)}`);
+    throw Object.assign(error, { report });
+  }
+  return report.stopped;
+}
+
+/** "the state of a, b was not saved (a: disk full; b: ...)". */
+export function describeUnsaved(unsaved: StopSnapshot[]): string {
+  return `the state of ${unsaved.map((o) => o.session).join(", ")} was not saved (${unsaved.map((o) => `${o.session}: ${o.error}`).join("; ")})`;
+}
+
+/** As stopDaemon, resolving the whole report instead of rejecting (`daemon stop` prints it). */
+export async function stopDaemonReport(options: ClientOptions = {}): Promise<DaemonStopReport> {
   const layout = layoutOf(options);
   const conn = await SupervisorConnection.connect(layout);
-  if (!conn) return false;
+  if (!conn) return { stopped: false, snapshots: null, unsaved: [] };
   let pid: number;
   try {
     pid = (await conn.hello).pid;
   } catch (err) {
     conn.close();
-    if (!conn.wedged) return false; // closed before answering: it was exiting anyway
+    if (!conn.wedged) return { stopped: false, snapshots: null, unsaved: [] }; // closed before answering: it was exiting anyway
     throw err;
   }
-  await stopAndWait(conn, pid);
+  // The reply comes once every session's snapshot was tried; an older supervisor answers null at once.
+  // `op` too: a supervisor of protocol 1 reads that (docs/supervisor-protocol.md, "Versions").
+  const reply = await withinMs(conn.call({ type: "stop", op: "stop" }), STOP_REPLY_WAIT_MS).catch(() => null);
+  const deadline = Date.now() + STOP_EXIT_WAIT_MS;
+  while (Date.now() < deadline && processAlive(pid)) await new Promise((r) => setTimeout(r, 10));
+  conn.close();
   if (processAlive(pid)) {
     throw new AwreplError("internal", `The supervisor (pid ${pid}) did not stop; see its log: ${layout.log}`);
   }
-  return true;
+  const snapshots = reply?.snapshots ?? null;
+  return { stopped: true, snapshots, unsaved: (snapshots ?? []).filter((o) => o.status === "failed" || o.status === "no_worker") };
 }
 
 /** Where the supervisor logs (it may not exist yet). */
@@ -416,6 +501,7 @@ function sessionSpec(options: AttachOptions, env: NodeJS.ProcessEnv): SessionSpe
   return {
     python: options.python ?? options.defaultPython ?? env.AWREPL_PYTHON ?? localPython(cwd, env),
     python_given: options.python !== undefined || undefined,
+    sandbox: options.sandbox,
     cwd,
     // The whole environment, as an ephemeral run gets it: the supervisor's is whoever started it.
     env: { ...callerEnv(env), ...options.env },

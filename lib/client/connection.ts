@@ -53,6 +53,8 @@ export class SupervisorConnection {
   #lastWords: AwreplError | null = null;
   /** The supervisor's hello; rejects if the connection closes first. */
   readonly hello: Promise<HelloReply>;
+  /** Hears an `ok` reply's `notice` (the caller asked a live session for something it keeps). */
+  onNotice: ((text: string) => void) | undefined;
 
   private constructor(readonly layout: HomeLayout) {
     this.hello = new Promise((resolve, reject) => {
@@ -197,6 +199,7 @@ export class SupervisorConnection {
         return;
       case "ok":
         this.#pending.delete(reply.id as RequestId);
+        if (reply.notice) this.onNotice?.(reply.notice);
         pending.resolve(reply.value);
         return;
       case "error":

@@ -6,6 +6,8 @@ import type { ExecStatus } from "../protocol/result.ts";
 export const ExitCode = {
   ok: 0,
   cellRaised: 1,
+  /** `daemon stop`, `close --keep`: a session's state could not be saved (each one is said). */
+  stateNotSaved: 1,
   usage: 2,
   timeout: 124,
   internal: 125,

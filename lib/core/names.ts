@@ -4,6 +4,9 @@ import { usageError } from "./errors.ts";
 
 export const SESSION_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
+/** An environment variable name (`--env NAME`, a sandbox profile's `env`). */
+export const ENV_VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
 /** `name` if it is a valid session name; otherwise a usage error naming it and `where` it came from. */
 export function checkSessionName(name: unknown, where = "Session name"): string {
   if (typeof name === "string" && SESSION_NAME.test(name)) return name;

@@ -11,6 +11,7 @@
 // so that any two versions can tell they differ and the newer client can stop the older supervisor
 // (or the other way round).
 import type { InspectInfo, NameFailure } from "./runtime.ts";
+import type { SandboxProfile } from "./api.ts";
 import type { DisplayItem, ExecResult, RestoreReport } from "./result.ts";
 
 /**
@@ -19,6 +20,12 @@ import type { DisplayItem, ExecResult, RestoreReport } from "./result.ts";
  */
 export type SessionSpec = {
   python?: string;
+  /**
+   * Run the worker in a sandbox with this profile; `false`: explicitly none (`--no-sandbox`);
+   * absent: none, and no preference. Part of the saved spec: a session re-created from it gets the
+   * same sandbox, whatever the re-creating caller asks for.
+   */
+  sandbox?: SandboxProfile | false;
   cwd?: string;
   env?: Record<string, string>;
   timeout_ms?: number;
@@ -39,6 +46,24 @@ export type SessionSpec = {
 };
 
 export type RequestId = number | string;
+
+/**
+ * What a stop (`stop`, `close --keep`, idle exit, an upgrade) did with one session's state. `saved`:
+ * its snapshot was written. `failed`: it was not (`error` says why). `no_worker`: its worker was gone
+ * before the stop, so there was nothing live to save. `not_written`: not tried (another supervisor owns
+ * the name now). For `failed` and `no_worker`, `kept` is the snapshot the session's next use restores
+ * instead, older than its state (`age_ms` old at the stop), or null: none, the state is lost.
+ */
+export type StopSnapshot = {
+  session: string;
+  status: "saved" | "failed" | "no_worker" | "not_written";
+  path?: string;
+  saved?: number;
+  skipped?: NameFailure[];
+  bytes?: number;
+  error?: string;
+  kept?: { path: string; taken_at: string; age_ms: number } | null;
+};
 
 /**
  * `build` tells two builds of one version apart (lib/core/version.ts buildId); optional. `op` is
@@ -88,8 +113,9 @@ export type SessionCallRequest =
   | { type: "reset"; id: RequestId; session: string; spec?: SessionSpec }
   | { type: "complete"; id: RequestId; session: string; code: string; cursor?: number; spec?: SessionSpec }
   | { type: "is_complete"; id: RequestId; session: string; code: string; spec?: SessionSpec }
-  | { type: "snapshot"; id: RequestId; session: string; path?: string; spec?: SessionSpec }
-  | { type: "restore"; id: RequestId; session: string; path?: string; spec?: SessionSpec };
+  /** `timeout_ms`: this call's deadline instead of the session's (a restore of a large file, `restore --timeout`). */
+  | { type: "snapshot"; id: RequestId; session: string; path?: string; timeout_ms?: number; spec?: SessionSpec }
+  | { type: "restore"; id: RequestId; session: string; path?: string; timeout_ms?: number; spec?: SessionSpec };
 export type ControlRequest =
   /** Interrupts the session's running cell, whoever sent it. Never queued. */
   | { type: "interrupt"; id: RequestId; session: string }
@@ -126,6 +152,10 @@ export type SessionInfo = {
   pid: number | null;
   /** The host name the worker runs on (its own os.uname()), null when unknown. */
   host: string | null;
+  /** What the supervisor's process for it is: the interpreter itself, bubblewrap around it, or a transport (ssh, docker exec, ...) to elsewhere; null when unknown. */
+  worker: "local" | "sandbox" | "transport" | null;
+  /** The worker runs in a sandbox (`--sandbox`). */
+  sandbox: boolean;
   python: string;
   /** The worker's working directory, as the worker reports it. */
   cwd: string;
@@ -181,13 +211,14 @@ export type OkValue = {
   keep_result: { kept: boolean };
   /** `delivered`: the cell was still waiting for this answer (false: it ended, or the id is unknown). */
   host_reply: { delivered: boolean };
-  /** `closed`: a running session was ended; `forgot`: its snapshot was removed. */
-  close: { closed: boolean; forgot: boolean };
-  /** `forgot`: the names whose snapshots were removed (running or not). */
-  close_all: { closed: string[]; forgot: string[] };
+  /** `closed`: a running session was ended; `forgot`: its snapshot was removed; `snapshot`: with `keep`, what became of its state. */
+  close: { closed: boolean; forgot: boolean; snapshot?: StopSnapshot };
+  /** `forgot`: the names whose snapshots were removed (running or not); `snapshots`: with `keep`, one per running session. */
+  close_all: { closed: string[]; forgot: string[]; snapshots?: StopSnapshot[] };
   list: SessionInfo[];
   status: DaemonStatus;
-  stop: null;
+  /** Sent once every session's snapshot was tried (before the workers end). Null from an awrepl before 0.2. */
+  stop: { snapshots: StopSnapshot[] } | null;
 };
 
 /** `type` is protocol 1's spelling of `event`, which the hello reply keeps so that every version reads it. */
@@ -198,7 +229,11 @@ export type OutputReply = { event: "stdout" | "stderr"; id: RequestId; text: str
 export type HostRequestReply = { event: "host_request"; id: RequestId; host_id: string; data: Record<string, unknown> };
 export type StreamReply = OutputReply | { event: "display"; id: RequestId; item: DisplayItem } | HostRequestReply;
 export type ResultReply = { event: "result"; id: RequestId; result: ExecResult };
-export type OkReply = { event: "ok"; id: RequestId | null; value: unknown };
+/**
+ * `notice`: something the caller must hear beside the value (it asked a live session for another
+ * interpreter or sandbox than the session has, which it keeps).
+ */
+export type OkReply = { event: "ok"; id: RequestId | null; value: unknown; notice?: string };
 /** `code` is one of lib/core/errors.ts's ErrorCode values; `id` is null when the line could not be read. */
 export type ErrorReply = { event: "error"; id: RequestId | null; code: string; message: string };
 

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -436,10 +437,10 @@ describe("order, lifecycle and the rest of the interface", () => {
     const s = await start({}, "snap");
     await s.execute("data = {'a': [1, 2]}\ndef f(): return 1");
     const report = await s.snapshot();
-    expect(report.path).toBe(join(fixture.tmp.home, "snapshots", "snap.pkl"));
+    expect(report.path).toBe(join(fixture.tmp.home, "snapshots", "snap", "snapshot.pkl"));
     expect(report.saved).toContain("data");
     expect(existsSync(report.path)).toBe(true);
-    expect(existsSync(join(fixture.tmp.home, "snapshots", "snap.json"))).toBe(true);
+    expect(existsSync(join(fixture.tmp.home, "snapshots", "snap", "snapshot.json"))).toBe(true);
     await s.reset();
     const restored = await s.restore();
     expect(restored.restored).toContain("data");
@@ -449,6 +450,39 @@ describe("order, lifecycle and the rest of the interface", () => {
   test("restore of a missing snapshot is restore_failed", async () => {
     const s = await start();
     expect((await rejection(s.restore(join(fixture.tmp.home, "none.pkl")))).code).toBe("restore_failed");
+  });
+
+  test("restore refuses a FIFO, a device and a file over the snapshot cap before the worker sees them (issue 15 item 11)", async () => {
+    const s = await start({ snapshotMaxBytes: 1000 });
+    await s.execute("x = 1");
+    const fifo = join(fixture.tmp.home, "pipe.pkl");
+    execFileSync("mkfifo", [fifo]);
+    const big = join(fixture.tmp.home, "big.pkl");
+    writeFileSync(big, Buffer.alloc(1024 * 1024 + 1001));
+    for (const [path, says] of [
+      [fifo, "it is a FIFO, not a snapshot file"],
+      ["/dev/zero", "it is a character device, not a snapshot file"],
+      [big, `it is ${1024 * 1024 + 1001} bytes, over the snapshot cap of ${1000 + 1024 * 1024} bytes`],
+    ] as const) {
+      const err = await rejection(s.restore(path));
+      expect(err.code).toBe("usage");
+      expect(err.message).toContain(says);
+    }
+    // Nothing reached the worker: the session and its state are as they were, at once.
+    expect((await s.execute("x")).value).toBe("1");
+  });
+
+  test("a restore honours its own timeout: a payload that hangs its worker is cut off at that deadline", async () => {
+    const s = await start({ timeoutMs: 60_000, graceMs: 200 });
+    await s.execute("import time\nclass Hang:\n    def __reduce__(self):\n        return (time.sleep, (30,))\nh = Hang()\nx = 5");
+    const path = join(fixture.tmp.home, "hang.pkl");
+    await s.snapshot(path);
+    const started = Date.now();
+    const err = await rejection(s.restore(path, { timeoutMs: 500 }));
+    expect(err.code).toBe("timeout");
+    expect(err.message).toContain("exceeded the 500 ms timeout");
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect((await s.execute("x")).value).toBe("5");
   });
 
   test("complete() and isComplete()", async () => {

@@ -1,14 +1,25 @@
-// Snapshot files on disk: where a session's default snapshot lives (<state>/snapshots/<name>.pkl and
-// its JSON manifest <name>.json), what a manifest says, and the three things done to the files besides
-// writing them (the runtime writes both atomically: temp file + os.replace): moving a corrupt one
-// aside, forgetting a closed session's, and sweeping the temp files a killed writer left behind.
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+// Snapshot files on disk. Every session has a directory of its own, <state>/snapshots/<name>/, so the
+// files of two sessions can never be the same file whatever their names (`x` and `x.spec` used to
+// share `x.spec.json`): a session name holds no `/` and is never `.` or `..` (lib/core/names.ts).
+//
+//   snapshots/<name>/snapshot.pkl          the default snapshot's payload
+//   snapshots/<name>/snapshot.json         its manifest (what the runtime, or the host, wrote beside it)
+//   snapshots/<name>/spec.json             how the supervisor created the session (mode 0600: its env)
+//   snapshots/<name>/unsaved.json          the last stop's snapshot failed: said to the session's next user
+//   snapshots/<name>/snapshot.pkl.corrupt-<UTC time>, .unrestored-<UTC time>   kept aside, never deleted
+//
+// Files are written atomically (temp file + rename); a payload is renamed before its manifest. The
+// layout of earlier versions (snapshots/<name>.pkl, <name>.json, <name>.spec.json) is moved into this
+// one the first time a state directory is used (migrateLegacyLayout).
+import { existsSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, statSync } from "node:fs";
+import { AwreplError } from "../core/errors.ts";
 import { writeFileAtomic } from "../core/files.ts";
 import { basename, dirname, join } from "node:path";
 import { SESSION_NAME } from "../core/names.ts";
 import { processAlive } from "../core/process.ts";
 import type { NameFailure } from "../protocol/runtime.ts";
 import type { SessionSpec } from "../protocol/supervisor.ts";
+import { ensurePrivateDir } from "../settings/home.ts";
 
 /** What the runtime writes beside a payload (docs/protocol.md, "Snapshot and restore"). */
 export type SnapshotManifest = {
@@ -22,15 +33,32 @@ export type SnapshotManifest = {
   /** Seconds since the epoch. */
   timestamp: number;
   serializer?: "dill" | "pickle";
+  /** SHA-256 of the payload, hex (written by the host for a snapshot that travelled over the protocol). */
+  sha256?: string;
 };
+
+const PAYLOAD = "snapshot.pkl";
+const SPEC = "spec.json";
+const UNSAVED = "unsaved.json";
 
 export function snapshotsDir(home: string): string {
   return join(home, "snapshots");
 }
 
+/** The directory that holds everything of session `name` (and nothing of any other session). */
+export function sessionDir(home: string, name: string): string {
+  return join(snapshotsDir(home), name);
+}
+
+/** Creates session `name`'s directory (and snapshots/), private; returns it. */
+export function ensureSessionDir(home: string, name: string): string {
+  ensurePrivateDir(snapshotsDir(home));
+  return ensurePrivateDir(sessionDir(home, name));
+}
+
 /** The default payload of session `name`. */
 export function defaultSnapshotPath(home: string, name: string): string {
-  return join(snapshotsDir(home), `${name}.pkl`);
+  return join(sessionDir(home, name), PAYLOAD);
 }
 
 /** The manifest beside a snapshot: `x.pkl` -> `x.json`, anything else -> `<path>.json`. */
@@ -40,7 +68,8 @@ export function manifestPath(snapshotPath: string): string {
 
 /** True when `path` is a session's default snapshot (files there are ours to move aside or remove). */
 export function isDefaultSnapshot(home: string, path: string): boolean {
-  return dirname(path) === snapshotsDir(home) && path.endsWith(".pkl");
+  const dir = dirname(path);
+  return basename(path) === PAYLOAD && dirname(dir) === snapshotsDir(home) && SESSION_NAME.test(basename(dir));
 }
 
 /**
@@ -57,20 +86,50 @@ export function readManifest(snapshotPath: string): SnapshotManifest | null {
   }
 }
 
+/** Keys every manifest has (runtime.py's _MANIFEST_KEYS): a file without them is not ours to replace. */
+const MANIFEST_KEYS = ["version", "savedNames", "timestamp"];
+const MANIFEST_MAX_BYTES = 16 << 20;
+
+/**
+ * Refuses, before anything is written, to replace a file at a manifest's path that is not an awrepl
+ * manifest: the name is derived from the snapshot's (x.pkl -> x.json), so it may be a file of the
+ * user's (runtime.py's _check_manifest_target, for the snapshots the host writes itself).
+ */
+export function checkManifestTarget(path: string): void {
+  const st = statSync(path, { throwIfNoEntry: false });
+  if (!st) return;
+  const refuse = () =>
+    new AwreplError("snapshot_failed", `Refusing to overwrite ${path}: it exists and is not an awrepl snapshot manifest (move it away or snapshot to another path)`);
+  if (!st.isFile() || st.size > MANIFEST_MAX_BYTES) throw refuse();
+  const content = readObject(path);
+  if (!content || !MANIFEST_KEYS.every((k) => k in content)) throw refuse();
+}
+
+/** When the snapshot at `snapshotPath` was taken (ms since the epoch): its manifest's time, else the file's; null when there is none. */
+export function snapshotTime(snapshotPath: string): number | null {
+  const manifest = readManifest(snapshotPath);
+  if (manifest) return manifest.timestamp * 1000;
+  return statSync(snapshotPath, { throwIfNoEntry: false })?.mtimeMs ?? null;
+}
+
+/** "2026-11-29 16:40:12 UTC" */
+export function utcStamp(ms: number): string {
+  return `${new Date(ms).toISOString().slice(0, 19).replace("T", " ")} UTC`;
+}
+
+/** "40 s", "12 min", "3.5 h", "2 days": how long ago something was. */
+export function ageText(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 120) return `${s} s`;
+  if (s < 7200) return `${Math.round(s / 60)} min`;
+  if (s < 172_800) return `${(s / 3600).toFixed(1).replace(/\.0$/, "")} h`;
+  return `${Math.round(s / 86_400)} days`;
+}
+
 /** "its snapshot of 2026-11-29 16:40:12 UTC (/path/x.pkl)": which state a session went back to. */
 export function describeSnapshot(snapshotPath: string): string {
-  let when: number | null = null;
-  const manifest = readManifest(snapshotPath);
-  if (manifest) when = manifest.timestamp * 1000;
-  else {
-    try {
-      when = statSync(snapshotPath).mtimeMs;
-    } catch {
-      when = null;
-    }
-  }
-  const stamp = when === null ? "unknown time" : `${new Date(when).toISOString().slice(0, 19).replace("T", " ")} UTC`;
-  return `its snapshot of ${stamp} (${snapshotPath})`;
+  const when = snapshotTime(snapshotPath);
+  return `its snapshot of ${when === null ? "unknown time" : utcStamp(when)} (${snapshotPath})`;
 }
 
 /**
@@ -96,58 +155,114 @@ export function moveAside(snapshotPath: string, label: "corrupt" | "unrestored" 
   return aside;
 }
 
-/** Where the spec a session was created with is kept, beside its default snapshot. */
+/** Where the spec a session was created with is kept. */
 export function specPath(home: string, name: string): string {
-  return join(snapshotsDir(home), `${name}.spec.json`);
+  return join(sessionDir(home, name), SPEC);
 }
 
 /**
- * Records how session `name` was made (interpreter, directory, environment, limits), so a host that
- * re-creates it from its snapshot makes it the same way. Mode 0600: the environment may hold secrets.
+ * Records how session `name` was made (interpreter, sandbox, directory, environment, limits), so a
+ * host that re-creates it makes it the same way. Mode 0600: the environment may hold secrets.
  */
 export function writeSessionSpec(home: string, name: string, spec: SessionSpec): void {
-  const path = specPath(home, name);
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  writeFileAtomic(path, JSON.stringify(spec));
+  ensureSessionDir(home, name);
+  writeFileAtomic(specPath(home, name), JSON.stringify(spec));
 }
 
 /** The spec saved for session `name`, or null (none, or unreadable). */
 export function readSessionSpec(home: string, name: string): SessionSpec | null {
-  try {
-    const spec = JSON.parse(readFileSync(specPath(home, name), "utf8")) as unknown;
-    return typeof spec === "object" && spec !== null && !Array.isArray(spec) ? (spec as SessionSpec) : null;
-  } catch {
-    return null;
+  migrateLegacyLayout(home);
+  return readObject(specPath(home, name)) as SessionSpec | null;
+}
+
+/** A stop whose snapshot of a session failed, kept beside it until its next user has been told. */
+export type UnsavedState = {
+  /** When the stop happened (ms since the epoch). */
+  at: number;
+  /** What stopped the supervisor: "stop requested", "idle for 1800000 ms", "received SIGTERM", ... */
+  stop: string;
+  error: string;
+  /** The snapshot left on disk then, if any: what the next use restores (older than the session's state). */
+  kept: { path: string; taken_at: number } | null;
+};
+
+/** Records that session `name`'s state could not be saved when its supervisor stopped. */
+export function recordUnsaved(home: string, name: string, unsaved: UnsavedState): void {
+  ensureSessionDir(home, name);
+  writeFileAtomic(join(sessionDir(home, name), UNSAVED), JSON.stringify(unsaved));
+}
+
+/** The failed stop snapshot recorded for session `name`, or null. */
+export function readUnsaved(home: string, name: string): UnsavedState | null {
+  const value = readObject(join(sessionDir(home, name), UNSAVED)) as UnsavedState | null;
+  return value && typeof value.at === "number" && typeof value.error === "string" ? value : null;
+}
+
+/** Forgets the record (it was said, or a newer snapshot replaced the stale one). */
+export function clearUnsaved(home: string, name: string): void {
+  rmSync(join(sessionDir(home, name), UNSAVED), { force: true });
+}
+
+/**
+ * What the next user of a session is told about a recorded failed stop snapshot: which older state
+ * came back (`restored`: the snapshot and when it was taken) and how old it is, or that the state is gone.
+ */
+export function unsavedNotice(name: string, unsaved: UnsavedState, restored: { path: string; takenAt: number } | null, now = Date.now()): string {
+  const when = `when its supervisor stopped (${unsaved.stop}) ${ageText(now - unsaved.at)} ago`;
+  const failed = `The snapshot of session ${name} ${when} failed: ${unsaved.error}.`;
+  if (restored !== null) {
+    return `${failed} It was restored from an OLDER snapshot, of ${utcStamp(restored.takenAt)} (${ageText(now - restored.takenAt)} old, ${restored.path}): anything done after that is lost.`;
   }
+  return `${failed} Its state was lost; this call ran in a fresh worker made as the session was created.`;
 }
 
 /** The names of the sessions with a default snapshot in `home` (files moved aside do not count). */
 export function savedSessionNames(home: string): string[] {
+  return sessionNamesWith(home, PAYLOAD);
+}
+
+/** The names of the sessions `home` knows of: a saved spec or snapshot (a session whose stop snapshot failed included). */
+export function knownSessionNames(home: string): string[] {
+  return [...new Set([...sessionNamesWith(home, PAYLOAD), ...sessionNamesWith(home, SPEC)])].sort();
+}
+
+function sessionNamesWith(home: string, file: string): string[] {
+  migrateLegacyLayout(home);
   try {
     return readdirSync(snapshotsDir(home))
-      .filter((n) => n.endsWith(".pkl"))
-      .map((n) => n.slice(0, -4))
-      .filter((n) => SESSION_NAME.test(n))
+      .filter((n) => SESSION_NAME.test(n) && existsSync(join(snapshotsDir(home), n, file)))
       .sort();
   } catch {
     return [];
   }
 }
 
-/** Removes session `name`'s default snapshot and manifest. Resolves whether a payload was there. */
+/**
+ * Removes session `name`'s default snapshot, manifest, spec and failure record (files kept aside
+ * stay: nothing is deleted that awrepl once chose to keep). Resolves whether there was a snapshot or
+ * a spec: whether the session was known.
+ */
 export function forgetSnapshot(home: string, name: string): boolean {
+  migrateLegacyLayout(home);
   const path = defaultSnapshotPath(home, name);
-  const existed = existsSync(path);
+  const existed = existsSync(path) || existsSync(specPath(home, name));
   rmSync(path, { force: true });
   rmSync(manifestPath(path), { force: true });
   rmSync(specPath(home, name), { force: true });
+  clearUnsaved(home, name);
   sweepTempFiles(path);
+  try {
+    rmdirSync(sessionDir(home, name)); // only when empty
+  } catch {
+    // Files kept aside (or none of it existed).
+  }
   return existed;
 }
 
 /**
- * Removes the temp files (`.<file>.<pid>.tmp`, runtime.py's _atomic_write) of `snapshotPath` and its
- * manifest whose writer is gone: a worker killed mid-snapshot leaves one behind.
+ * Removes the temp files of `snapshotPath` and its manifest whose writer is gone: `.<file>.<pid>.tmp`
+ * (runtime.py's _atomic_write) and `.<file>.<pid>.<random>.tmp` (the host's). A worker or supervisor
+ * killed mid-snapshot leaves one behind.
  */
 export function sweepTempFiles(snapshotPath: string): void {
   const dir = dirname(snapshotPath);
@@ -159,13 +274,114 @@ export function sweepTempFiles(snapshotPath: string): void {
     return;
   }
   for (const name of names) {
-    const m = /^\.(.+)\.(\d+)\.tmp$/.exec(name);
-    if (!m || !stems.includes(m[1] as string) || processAlive(Number(m[2]))) continue;
-    rmSync(join(dir, name), { force: true });
+    for (const stem of stems) {
+      if (!name.startsWith(`.${stem}.`)) continue;
+      const m = /^(\d+)(?:\.[a-z0-9]+)?\.tmp$/.exec(name.slice(stem.length + 2));
+      if (m && !processAlive(Number(m[1]))) rmSync(join(dir, name), { force: true });
+    }
   }
 }
 
 /** The runtime's reasons for a payload it could not read at all (rather than one name it could not revive). */
 export function isUnreadableReason(reason: string | undefined): boolean {
   return reason !== undefined && (reason.startsWith("corrupt snapshot") || reason.startsWith("cannot read snapshot"));
+}
+
+function readObject(path: string): Record<string, unknown> | null {
+  try {
+    const value = JSON.parse(readFileSync(path, "utf8")) as unknown;
+    return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The layout of awrepl 0.1 (one flat directory): snapshots/<name>.pkl, <name>.json (manifest),
+// <name>.spec.json (spec), and files kept aside as <name>.pkl.corrupt-<time>. Its names collide:
+// session `x`'s spec and session `x.spec`'s manifest are both `x.spec.json`. A file's content tells
+// which of the two it is (a manifest has `savedNames` and a numeric `timestamp`; a spec has neither).
+// ---------------------------------------------------------------------------------------------
+
+const migrated = new Set<string>();
+
+export type Migration = { moved: string[]; left: string[] };
+
+/**
+ * Moves the flat layout's files of `home` into per-session directories, once per process and home
+ * (a later call is free). Nothing is deleted: a file that cannot be placed (its new name is taken, or
+ * it belongs to no valid session name) stays where it is and is listed in `left`. Safe to run by two
+ * processes at once (each move is one rename; a file another process moved first is skipped).
+ */
+export function migrateLegacyLayout(home: string): Migration {
+  const result: Migration = { moved: [], left: [] };
+  if (migrated.has(home)) return result;
+  migrated.add(home);
+  const dir = snapshotsDir(home);
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return result;
+  }
+  for (const file of names) {
+    const target = legacyTarget(dir, file);
+    if (target === undefined) continue; // a session directory, or not a file of ours
+    if (target === null) {
+      result.left.push(file);
+      continue;
+    }
+    const [session, newName] = target;
+    const to = join(dir, session, newName);
+    try {
+      ensurePrivateDir(join(dir, session));
+      if (existsSync(to)) {
+        result.left.push(file);
+        continue;
+      }
+      renameSync(join(dir, file), to);
+      result.moved.push(`${file} -> ${session}/${newName}`);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") result.left.push(file);
+    }
+  }
+  return result;
+}
+
+/** Where a flat-layout file goes: [session, file name]; null: ours but unplaceable; undefined: not ours. */
+function legacyTarget(dir: string, file: string): [string, string] | null | undefined {
+  let st;
+  try {
+    st = statSync(join(dir, file));
+  } catch {
+    return undefined;
+  }
+  if (!st.isFile()) return undefined;
+  if (file.startsWith(".")) {
+    // A temp file of a dead writer: nothing to keep. One of a live writer (an old supervisor still
+    // stopping) is left alone.
+    const m = /\.(\d+)(?:\.[a-z0-9]+)?\.tmp$/.exec(file);
+    if (m && !processAlive(Number(m[1]))) rmSync(join(dir, file), { force: true });
+    return undefined;
+  }
+  const aside = /^(.+)\.(pkl|json)(\.(?:corrupt|unrestored)-\d{8}T\d{6}Z)$/.exec(file);
+  const plain = aside ? null : /^(.+)\.(pkl|json)$/.exec(file);
+  const m = aside ?? plain;
+  if (!m) return null;
+  const [, stem, ext, suffix = ""] = m as unknown as [string, string, string, string?];
+  if (ext === "pkl") return SESSION_NAME.test(stem) ? [stem, `${PAYLOAD}${suffix}`] : null;
+  // A .json: a manifest of session `stem`, or (when `stem` ends in .spec) the spec of the rest.
+  const content = readObject(join(dir, file));
+  const isManifest = content !== null && Array.isArray(content.savedNames) && typeof content.timestamp === "number";
+  if (isManifest) return SESSION_NAME.test(stem) ? [stem, `snapshot.json${suffix}`] : null;
+  if (stem.endsWith(".spec") && !suffix) {
+    const session = stem.slice(0, -5);
+    return SESSION_NAME.test(session) ? [session, SPEC] : null;
+  }
+  return null;
+}
+
+/** For tests: forget which homes were migrated in this process. */
+export function resetMigrationMemo(): void {
+  migrated.clear();
 }

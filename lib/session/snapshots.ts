@@ -1,31 +1,49 @@
 // One session's snapshots: writing and reading them through the session's worker, the latest one (what
 // a lost worker goes back to), autosave's change check, and the notes a restore or an autosave leaves
 // for the session's next result. The files: snapshot_files.ts; the whole story: docs/persistence.md.
-import { existsSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { AwreplError } from "../core/errors.ts";
-import { ensurePrivateDir } from "../settings/home.ts";
 import type { DoneEvent, NameFailure, RuntimeRequest } from "../protocol/runtime.ts";
 import type { RestoreReport } from "../protocol/result.ts";
 import {
+  clearUnsaved,
   defaultSnapshotPath,
+  ensureSessionDir,
   isDefaultSnapshot,
   isUnreadableReason,
+  checkManifestTarget,
   manifestPath,
+  migrateLegacyLayout,
   moveAside,
   readManifest,
-  snapshotsDir,
+  readUnsaved,
+  snapshotTime,
   sweepTempFiles,
+  unsavedNotice,
 } from "./snapshot_files.ts";
 import type { SnapshotReport } from "../protocol/api.ts";
+import { openPayload, PayloadFile, type PayloadSource, restoreRequest } from "../worker/payload.ts";
+import type { RequestHandlers, Worker } from "../worker/worker.ts";
+import { writeFileAtomic } from "../core/files.ts";
 
 type Body<T extends RuntimeRequest["type"]> = Omit<Extract<RuntimeRequest, { type: T }>, "id">;
 type AnyBody = Body<"snapshot"> | Body<"restore"> | Body<"variables"> | Body<"execute">;
 
 /**
- * The session's request path: the request under the session's deadline. `recoverOnKill: false`
- * keeps a kill during a restore from restoring again.
+ * The session's request path: the request under the session's deadline (or `timeoutMs`).
+ * `recoverOnKill: false` keeps a kill during a restore from restoring again; `handlers` hear the
+ * request's events; `onSent` runs once the request is written to `worker` with `id`.
  */
-export type SnapshotRequester = (body: AnyBody, recoverOnKill: boolean) => Promise<DoneEvent>;
+export type SnapshotRequester = (
+  body: AnyBody,
+  options: {
+    recoverOnKill?: boolean;
+    timeoutMs?: number;
+    handlers?: RequestHandlers;
+    onSent?: (worker: Worker, id: string) => void;
+    payload?: () => AsyncIterable<Uint8Array>;
+  },
+) => Promise<DoneEvent>;
 
 export type SnapshotRead = { report: RestoreReport } | { missing: true } | { missing: false; error: string };
 
@@ -37,6 +55,39 @@ export const ALWAYS_SAVE_BYTES = 256 * 1024;
 
 export type SnapshotCaps = { maxBytes: number; maxVariableBytes: number };
 
+/**
+ * The largest snapshot file a restore reads: the payload cap (names only) plus room for the
+ * payload's own framing. 0: no cap.
+ */
+export function restoreCap(maxBytes: number): number {
+  return maxBytes > 0 ? maxBytes + Math.max(1024 * 1024, Math.ceil(maxBytes / 100)) : 0;
+}
+
+/**
+ * Refuses, before any worker sees it, a file a restore must not read: not a regular file (a FIFO
+ * would block the worker, /dev/zero never ends), or larger than `cap` bytes. False: nothing there.
+ */
+export function checkRestoreSource(path: string, cap: number): boolean {
+  let st;
+  try {
+    st = statSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return false;
+    throw new AwreplError("restore_failed", `Cannot read snapshot ${path}: ${(err as Error).message}`);
+  }
+  if (!st.isFile()) {
+    const kind = st.isFIFO() ? "a FIFO" : st.isCharacterDevice() ? "a character device" : st.isBlockDevice() ? "a block device" : st.isDirectory() ? "a directory" : st.isSocket() ? "a socket" : "not a regular file";
+    throw new AwreplError("usage", `Cannot restore from ${path}: it is ${kind}, not a snapshot file`);
+  }
+  if (cap > 0 && st.size > cap) {
+    throw new AwreplError("usage", `Cannot restore from ${path}: it is ${st.size} bytes, over the snapshot cap of ${cap} bytes (snapshotMaxBytes, plus room for framing)`);
+  }
+  return true;
+}
+
+/** How snapshot bytes move between the worker and the files (ReplSessionOptions.snapshotTransfer). */
+export type SnapshotTransfer = "path" | "stream";
+
 export class SessionSnapshots {
   /** The snapshot this session last wrote or restored: what a lost worker goes back to. */
   latest: string | null = null;
@@ -46,6 +97,8 @@ export class SessionSnapshots {
   private savedFingerprint: string | null = null;
   /** Size of the last autosave's payload; null: none yet. */
   private autosavedBytes: number | null = null;
+  /** restoreAtStart said that the last stop could not save this session (its state is older, or gone). */
+  toldUnsaved = false;
   /** Names the last autosave skipped, so a new one is reported once, not after every cell. */
   private autosaveSkipped = new Set<string>();
 
@@ -53,30 +106,32 @@ export class SessionSnapshots {
     private readonly id: string,
     private readonly home: string,
     private readonly caps: SnapshotCaps,
+    readonly transfer: SnapshotTransfer,
     private readonly request: SnapshotRequester,
     /** Something the session's next result says once (`notice`). */
     private readonly note: (text: string) => void,
   ) {}
 
-  /** <state>/snapshots/<id>.pkl, its directory created. */
+  /** <state>/snapshots/<id>/snapshot.pkl, its directory created. */
   defaultPath(): string {
-    ensurePrivateDir(snapshotsDir(this.home));
+    ensureSessionDir(this.home, this.id);
     return defaultSnapshotPath(this.home, this.id);
   }
 
-  async write(target: string): Promise<SnapshotReport> {
-    const request: Body<"snapshot"> = { type: "snapshot", path: target, manifest_path: manifestPath(target) };
-    // 0 means no cap, as a timeout of 0 means none.
-    if (this.caps.maxBytes > 0) request.max_bytes = this.caps.maxBytes;
-    if (this.caps.maxVariableBytes > 0) request.max_variable_bytes = this.caps.maxVariableBytes;
+  /**
+   * Saves the namespace to `target`, a path on this machine: written by the worker itself (`path`),
+   * or streamed over the protocol and written here (`stream`).
+   */
+  async write(target: string, timeoutMs?: number): Promise<SnapshotReport> {
     if (target === this.partlyRestored && existsSync(target)) {
       const aside = moveAside(target, "unrestored");
       if (aside) this.note(`The earlier snapshot of session ${this.id} held names this worker could not restore; it was kept as ${aside}.`);
       this.partlyRestored = null;
     }
-    const done = await this.request(request, true);
-    if (done.status !== "ok") throw new AwreplError("snapshot_failed", `Snapshot of session ${this.id} to ${target} failed: ${done.reason ?? "no reason given"}`);
+    const done = this.transfer === "stream" ? await this.writeStreamed(target, timeoutMs) : await this.writeByPath(target, timeoutMs);
     this.latest = target;
+    // The state on disk is current again: an earlier failed stop snapshot no longer needs saying.
+    if (isDefaultSnapshot(this.home, target)) clearUnsaved(this.home, this.id);
     return {
       path: target,
       saved: done.saved ?? [],
@@ -86,9 +141,75 @@ export class SessionSnapshots {
     };
   }
 
+  /** The caps every snapshot request carries (0 means no cap, as a timeout of 0 means none). */
+  private capped(request: Body<"snapshot">): Body<"snapshot"> {
+    if (this.caps.maxBytes > 0) request.max_bytes = this.caps.maxBytes;
+    if (this.caps.maxVariableBytes > 0) request.max_variable_bytes = this.caps.maxVariableBytes;
+    return request;
+  }
+
+  private async writeByPath(target: string, timeoutMs?: number): Promise<DoneEvent> {
+    const done = await this.request(this.capped({ type: "snapshot", path: target, manifest_path: manifestPath(target) }), { timeoutMs });
+    if (done.status !== "ok") throw new AwreplError("snapshot_failed", `Snapshot of session ${this.id} to ${target} failed: ${done.reason ?? "no reason given"}`);
+    return done;
+  }
+
+  /**
+   * The payload streams here in pieces and is written to a temp file beside `target` as it comes;
+   * more than the cap allows stops the snapshot (nothing past the cap is written); the size and
+   * sha256 are checked against the worker's `done`; then the file is renamed into place and its
+   * manifest written beside it. A failure at any point leaves the previous file where it was.
+   */
+  private async writeStreamed(target: string, timeoutMs?: number): Promise<DoneEvent> {
+    const failed = (why: string) => new AwreplError("snapshot_failed", `Snapshot of session ${this.id} to ${target} failed: ${why}`);
+    checkManifestTarget(manifestPath(target));
+    const file = new PayloadFile(target);
+    const cap = restoreCap(this.caps.maxBytes);
+    let over = false;
+    let stop: () => void = () => {};
+    const handlers: RequestHandlers = {
+      data: (piece, seq) => {
+        if (over) return;
+        if (cap > 0 && file.bytes + piece.length > cap) {
+          over = true; // not written: the worker is asked to stop sending
+          stop();
+          return;
+        }
+        file.handlers.data?.(piece, seq);
+      },
+    };
+    try {
+      const done = await this.request(this.capped({ type: "snapshot", to: "host" }), {
+        timeoutMs,
+        handlers,
+        onSent: (worker, id) => (stop = () => worker.interrupt(id)),
+      });
+      if (over) throw failed(`the worker sent more than the snapshot cap of ${cap} bytes; nothing was kept`);
+      if (done.status !== "ok") throw failed(done.reason ?? "no reason given");
+      try {
+        file.commit(done);
+      } catch (err) {
+        throw failed((err as Error).message.replace(/^Snapshot to .* failed: /, ""));
+      }
+      if (done.manifest) {
+        try {
+          writeFileAtomic(manifestPath(target), `${JSON.stringify({ ...done.manifest, sha256: done.sha256 }, null, 2)}\n`);
+        } catch (err) {
+          // The payload is whole and in place; a missing manifest only costs its time and names.
+          throw failed(`the payload was saved, but its manifest ${manifestPath(target)} could not be written: ${(err as Error).message}`);
+        }
+      }
+      return done;
+    } finally {
+      file.discard();
+    }
+  }
+
   /** Restores `path` into the live worker; a default snapshot that cannot be read is moved aside. */
-  async read(path: string, recoverOnKill = true): Promise<SnapshotRead> {
-    const done = await this.request({ type: "restore", path }, recoverOnKill);
+  async read(path: string, recoverOnKill = true, timeoutMs?: number): Promise<SnapshotRead> {
+    if (!checkRestoreSource(path, restoreCap(this.caps.maxBytes))) return { missing: true };
+    const done = this.transfer === "stream" ? await this.readStreamed(path, recoverOnKill, timeoutMs) : await this.request({ type: "restore", path }, { recoverOnKill, timeoutMs });
+    if (done === null) return { missing: true };
     if (done.status === "ok") {
       if (done.reason === "snapshot not found") return { missing: true };
       this.latest = path;
@@ -110,16 +231,49 @@ export class SessionSnapshots {
     return { missing: false, error };
   }
 
+  /**
+   * The file's bytes streamed to the worker (it cannot read this machine's files): hashed first, its
+   * size declared (already checked against the cap), then sent piece by piece as the pipe takes them.
+   * Null when the file went away meanwhile.
+   */
+  private async readStreamed(path: string, recoverOnKill: boolean, timeoutMs?: number): Promise<DoneEvent | null> {
+    let source: PayloadSource;
+    try {
+      source = await openPayload(path, restoreCap(this.caps.maxBytes));
+    } catch (err) {
+      if (!existsSync(path)) return null;
+      throw err;
+    }
+    return this.request(restoreRequest(source), { recoverOnKill, timeoutMs, payload: () => source.pieces() });
+  }
+
   /** At start: the default snapshot, if any, into the first worker. Failures become a note; null: nothing restored. */
   async restoreAtStart(isClosed: () => boolean): Promise<RestoreReport | null> {
+    migrateLegacyLayout(this.home);
     const path = defaultSnapshotPath(this.home, this.id);
     sweepTempFiles(path);
-    if (!existsSync(path)) return null;
+    // A stop that could not save this session: said once, with which (older) state came back, if any.
+    const unsaved = readUnsaved(this.home, this.id);
+    const tell = (restoredFrom: string | null) => {
+      if (!unsaved) return;
+      clearUnsaved(this.home, this.id);
+      const takenAt = restoredFrom === null ? null : snapshotTime(restoredFrom);
+      // Written after the stop began: that stop's own snapshot finished after all (it was late).
+      if (takenAt !== null && takenAt >= unsaved.at) return;
+      this.toldUnsaved = true;
+      this.note(unsavedNotice(this.id, unsaved, restoredFrom !== null && takenAt !== null ? { path: restoredFrom, takenAt } : null));
+    };
+    if (!existsSync(path)) {
+      tell(null);
+      return null;
+    }
     try {
       const outcome = await this.read(path);
+      tell("report" in outcome ? path : null);
       if ("report" in outcome) return outcome.report;
       if (!outcome.missing) this.note(`Session ${this.id} could not be restored: ${outcome.error}. It starts fresh.`);
     } catch (err) {
+      tell(null);
       if (isClosed()) throw err;
       // The payload killed or hung its worker (a __reduce__ that exits, a C extension that crashes):
       // keep it aside, or the next snapshot of the fresh session would replace every good name in it.
@@ -162,7 +316,7 @@ export class SessionSnapshots {
       const target = this.defaultPath();
       let fingerprint: string | null = null;
       if (this.autosavedBytes === null || this.autosavedBytes > ALWAYS_SAVE_BYTES) {
-        const listing = await this.request({ type: "variables" }, true);
+        const listing = await this.request({ type: "variables" }, {});
         if (listing.status !== "ok") throw new Error(listing.reason ?? "the variables check failed");
         fingerprint = JSON.stringify(listing.variables ?? {});
         if (fingerprint === this.savedFingerprint && this.latest === target && existsSync(target)) return;

@@ -100,3 +100,35 @@ describe("a project file's interpreter needs trust", () => {
     expect(revoke(home, join(cwd, "awrepl.jsonc"))).toBe(false);
   });
 });
+
+describe("the sandbox key", () => {
+  test("true is the default profile, an object is checked field by field, relative paths are the file's directory's", () => {
+    expect(loadConfig(setup(`{"sandbox": true}`)).sandbox).toEqual({});
+    expect(loadConfig(setup(`{"sandbox": false}`)).sandbox).toBe(false);
+    const { cwd, env } = setup(undefined, `{"sandbox": {"network": true, "env": ["HF_TOKEN"], "writable": ["out", "/abs"]}}`);
+    trust(env.AWREPL_HOME as string, join(cwd, "awrepl.jsonc"));
+    expect(loadConfig({ cwd, env }).sandbox).toEqual({ network: true, env: ["HF_TOKEN"], writable: [join(cwd, "out"), "/abs"] });
+    expect(() => loadConfig(setup(`{"sandbox": "yes"}`))).toThrow(/"sandbox" .* must be true, false or an object/);
+    expect(() => loadConfig(setup(`{"sandbox": {"env": ["A B"]}}`))).toThrow(/has "env" \["A B"\]: it must be a list of environment variable names/);
+    expect(() => loadConfig(setup(`{"sandbox": {"network": 1}}`))).toThrow(/has "network" 1/);
+    expect(() => loadConfig(setup(`{"sandbox": {"seccomp": true}}`))).toThrow(/unknown field "seccomp"/);
+    expect(() => loadConfig(setup(`{"sandbox": {"writable": ["/"]}}`))).toThrow(/whole filesystem writable/);
+    const e = setup();
+    expect(loadConfig({ cwd: e.cwd, env: { ...e.env, AWREPL_SANDBOX: "1" } }).sandbox).toEqual({});
+    expect(loadConfig({ cwd: e.cwd, env: { ...e.env, AWREPL_SANDBOX: "0" } }).sandbox).toBe(false);
+  });
+
+  test("a project file may switch the default sandbox on freely, but loosening it (off, network, env, paths) needs trust", () => {
+    const user = `{"sandbox": true}`;
+    expect(loadConfig(setup(user, `{"sandbox": {}}`)).notices).toBeUndefined();
+    for (const loose of [`false`, `{"network": true}`, `{"env": ["AWS_SECRET_ACCESS_KEY"]}`, `{"writable": ["/data"]}`]) {
+      const { cwd, env } = setup(user, `{"sandbox": ${loose}, "python": "./planted.sh"}`);
+      const untrusted = loadConfig({ cwd, env });
+      expect(untrusted.sandbox).toEqual({}); // the user's own setting stands
+      expect(untrusted.python).toBeUndefined();
+      expect(untrusted.notices?.[0]).toContain(`ignoring "python" and "sandbox" in ${join(cwd, "awrepl.jsonc")}: it is not trusted`);
+      trust(env.AWREPL_HOME as string, join(cwd, "awrepl.jsonc"));
+      expect(loadConfig({ cwd, env }).sandbox).not.toEqual({});
+    }
+  });
+});

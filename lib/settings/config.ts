@@ -2,7 +2,7 @@
 // flags > environment > ./awrepl.jsonc (project) > $AWREPL_HOME/config.jsonc (user) > built-ins.
 // This module reads the two files and the environment; flags are laid on top by the caller.
 import { readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import type { ParseError } from "jsonc-parser";
 // "#jsonc-parse" (package.json "imports"): under Bun (the executable, the sources) jsonc-parser's parser
 // module alone, which spares every start the package entry's formatter and editor; elsewhere the
@@ -10,6 +10,8 @@ import type { ParseError } from "jsonc-parser";
 import { parse } from "#jsonc-parse";
 import { AwreplError } from "../core/errors.ts";
 import { DEFAULTS, FIGURE_FORMATS, type FigureFormat, limitProblem, NUMBER_KEYS } from "../core/limits.ts";
+import { ENV_VAR_NAME } from "../core/names.ts";
+import type { SandboxProfile } from "../protocol/api.ts";
 import { stateDir } from "./home.ts";
 import { trustState } from "./trust.ts";
 
@@ -37,6 +39,11 @@ export type Config = {
   displayMaxEntries: number;
   /** How matplotlib figures are rendered: "png" or "svg". */
   figureFormat: FigureFormat;
+  /**
+   * New sessions run in a sandbox with this profile (`true` in a file: the default profile); false or
+   * absent: none. `--sandbox`/`--no-sandbox` and the other sandbox flags beat it.
+   */
+  sandbox?: SandboxProfile | false;
   /** What loading left out and the user should hear about (an untrusted project interpreter). */
   notices?: string[];
 };
@@ -51,6 +58,7 @@ const envKeys: Record<string, keyof Config> = {
   AWREPL_PYTHON: "python",
   AWREPL_IDLE_EXIT_MS: "idleExitMs",
   AWREPL_AUTOSAVE: "autosave",
+  AWREPL_SANDBOX: "sandbox",
 };
 
 export type LoadConfigOptions = { cwd?: string; env?: NodeJS.ProcessEnv; /** The state directory, when already resolved. */ home?: string };
@@ -62,13 +70,16 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   const projectFile = resolve(cwd, "awrepl.jsonc");
   const project = readConfigText(projectFile);
   const notices: string[] = [];
-  if (project?.config.python !== undefined) {
-    // A project file may set limits freely, but an interpreter command line only once trusted.
+  // A project file may set limits (and switch the default sandbox on) freely, but an interpreter
+  // command line, or a sandbox setting that loosens it (off, network, env, writable paths), only
+  // once trusted: a checkout you did not write must not choose what runs, or where it may reach.
+  const needsTrust = (["python", "sandbox"] as const).filter((k) => project?.config[k] !== undefined && (k === "python" || loosens(project.config.sandbox)));
+  if (project && needsTrust.length > 0) {
     const state = trustState(home, projectFile, project.text);
     if (state !== "trusted") {
-      delete project.config.python;
+      for (const key of needsTrust) delete project.config[key];
       const why = state === "changed" ? "it changed since you trusted it" : "it is not trusted";
-      notices.push(`ignoring "python" in ${projectFile}: ${why}; if you wrote it, run \`awrepl trust\` to allow it`);
+      notices.push(`ignoring ${needsTrust.map((k) => `"${k}"`).join(" and ")} in ${projectFile}: ${why}; if you wrote it, run \`awrepl trust\` to allow it`);
     }
   }
   const config: Config = {
@@ -130,11 +141,49 @@ export function validateConfig(value: unknown, where: string): Partial<Config> {
     } else if (key === "autosave") {
       if (typeof v !== "boolean") throw new AwreplError("usage", `Config key "autosave" in ${where} must be true or false`);
       out.autosave = v;
+    } else if (key === "sandbox") {
+      out.sandbox = validateSandbox(v, where);
     } else {
       throw new AwreplError("usage", `Unknown config key "${key}" in ${where}`);
     }
   }
   return out;
+}
+
+/**
+ * A sandbox setting: true (the default profile), false (none), or an object of `network` (bool),
+ * `env` (variable names) and `writable` (paths; relative ones are the config file's directory's).
+ */
+export function validateSandbox(v: unknown, where: string): SandboxProfile | false {
+  const bad = (what: string) => new AwreplError("usage", `Config key "sandbox" in ${where} ${what}`);
+  if (v === false) return false;
+  if (v === true) return {};
+  if (typeof v !== "object" || v === null || Array.isArray(v)) throw bad(`must be true, false or an object ({"network", "env", "writable"}), not ${JSON.stringify(v)}`);
+  const base = where.endsWith(".jsonc") ? dirname(where) : process.cwd();
+  const out: SandboxProfile = {};
+  for (const [k, x] of Object.entries(v)) {
+    if (k === "network") {
+      if (typeof x !== "boolean") throw bad(`has "network" ${JSON.stringify(x)}: it must be true or false`);
+      out.network = x;
+    } else if (k === "env") {
+      if (!Array.isArray(x) || x.some((n) => typeof n !== "string" || !ENV_VAR_NAME.test(n))) throw bad(`has "env" ${JSON.stringify(x)}: it must be a list of environment variable names`);
+      out.env = x as string[];
+    } else if (k === "writable") {
+      if (!Array.isArray(x) || x.some((p) => typeof p !== "string" || p === "")) throw bad(`has "writable" ${JSON.stringify(x)}: it must be a list of paths`);
+      out.writable = (x as string[]).map((p) => resolve(base, p));
+      if (out.writable.includes("/")) throw bad(`has "writable" "/": that would make the whole filesystem writable`);
+    } else {
+      throw bad(`has an unknown field "${k}" (known: network, env, writable)`);
+    }
+  }
+  return out;
+}
+
+/** True when a sandbox setting is not the default profile or stricter: off, or with network, env, paths. */
+export function loosens(sandbox: SandboxProfile | false | undefined): boolean {
+  if (sandbox === undefined) return false;
+  if (sandbox === false) return true;
+  return sandbox.network === true || Boolean(sandbox.env?.length || sandbox.writable?.length);
 }
 
 function configFromEnv(env: NodeJS.ProcessEnv): Partial<Config> {
@@ -143,7 +192,7 @@ function configFromEnv(env: NodeJS.ProcessEnv): Partial<Config> {
     const v = env[name];
     if (v === undefined || v === "") continue;
     if (key === "python") raw[key] = v;
-    else if (key === "autosave") raw[key] = v === "1" || v.toLowerCase() === "true";
+    else if (key === "autosave" || key === "sandbox") raw[key] = v === "1" || v.toLowerCase() === "true";
     else if (/^\d+(\.\d+)?$/.test(v.trim())) raw[key] = Number(v);
     else throw new AwreplError("usage", `${name} must be a non-negative number of ${key === "maxOutputBytes" ? "bytes" : "milliseconds"}, not ${JSON.stringify(v)}`);
   }

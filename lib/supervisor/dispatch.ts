@@ -14,15 +14,16 @@ import type {
   HelloRequest,
   RequestId,
   SessionCallRequest,
+  StopSnapshot,
 } from "../protocol/supervisor.ts";
 import type { Config } from "../settings/config.ts";
 import type { HomeLayout } from "../settings/home.ts";
 import { neverRanResult } from "../session/cell.ts";
 import type { ReplSession } from "../session/session.ts";
-import { defaultSnapshotPath, savedSessionNames } from "../session/snapshot_files.ts";
+import { ageText, defaultSnapshotPath, knownSessionNames, readUnsaved, specPath } from "../session/snapshot_files.ts";
 import type { ClientConnection } from "./client_connection.ts";
 import { forgetClosedSession, snapshotBeforeStop } from "./persistence.ts";
-import { unusedSpecNotice } from "./session_spec.ts";
+import { creationToldState, specMismatch, specOf } from "./session_spec.ts";
 import { checkRequest, readRequestLine } from "./requests.ts";
 import { asAwreplError, type Call, type SessionTable } from "./session_table.ts";
 
@@ -37,7 +38,8 @@ export type RequestHost = {
   readonly stopping: boolean;
   /** Other builds of this version that have connected (logged once each). */
   readonly buildsSeen: Set<string>;
-  stop(reason: string): void;
+  /** Begins the stop; resolves with what became of every session's state once their snapshots are done. */
+  stop(reason: string): Promise<StopSnapshot[]>;
   status(): DaemonStatus;
 };
 
@@ -74,9 +76,10 @@ export function handleLine(host: RequestHost, client: ClientConnection, line: st
   }
   if (request.type === "hello") return hello(host, client, request);
   if (request.type === "stop") {
-    // Accepted whatever the hello said: a client of another version replaces us this way.
-    client.reply({ event: "ok", id: read.id, value: null });
-    host.stop("stop requested");
+    // Accepted whatever the hello said: a client of another version replaces us this way. The reply
+    // comes once every session's snapshot was tried, and says which states were not saved.
+    const reason = client.hello === "mismatch" ? "replaced by a client of another awrepl version" : "stop requested";
+    void host.stop(reason).then((snapshots) => client.reply({ event: "ok", id: read.id, value: { snapshots } }));
     return;
   }
   if (host.stopping) {
@@ -137,9 +140,7 @@ function dispatch(host: RequestHost, client: ClientConnection, request: Exclude<
 /** Queues `request` in its session's FIFO; the session is created from the request's spec if needed. */
 function queue(host: RequestHost, client: ClientConnection, request: QueuedRequest): void {
   const { id, session: name } = request;
-  if (request.spec?.existing && !host.sessions.has(name) && !existsSync(defaultSnapshotPath(host.layout.home, name))) {
-    throw new AwreplError("session_not_found", `No session named ${JSON.stringify(name)}`);
-  }
+  if (request.spec?.existing && !host.sessions.has(name)) checkRecoverable(host.layout.home, name);
   // Whether this call created the session. (It is known once submit() returns; a call on a session
   // that exists already may start inside submit(), and then it is false, as it should be.)
   let created = false;
@@ -152,13 +153,16 @@ function queue(host: RequestHost, client: ClientConnection, request: QueuedReque
     detach: request.type === "execute" && request.detach === true,
     fail: (error) => client.error(id, error),
     run: async (session, signal, waitedMs) => {
-      if (request.type === "execute") return execute(host.sessions, client, session, request, call, created, waitedMs, hostRequests);
-      if (request.type === "open") return client.reply({ event: "ok", id, value: { created, pid: session.pid } });
+      // A live session asked for another interpreter or sandbox keeps its own: said, never ignored.
+      const mismatch = created ? null : specMismatch(name, specOf(session) ?? {}, request.spec);
+      if (request.type === "execute") return execute(host.sessions, client, session, request, call, created, waitedMs, hostRequests, mismatch);
+      const ok = (value: unknown) => client.reply(mismatch ? { event: "ok", id, value, notice: mismatch } : { event: "ok", id, value });
+      if (request.type === "open") return ok({ created, pid: session.pid });
       // Its client went away (or cancelled it): interrupt the request too, a listing stuck in a __repr__ say.
       const onAbort = () => void session.interrupt();
       signal.addEventListener("abort", onAbort, { once: true });
       try {
-        client.reply({ event: "ok", id, value: await sessionCall(session, request) });
+        ok(await sessionCall(session, request));
       } finally {
         signal.removeEventListener("abort", onAbort);
       }
@@ -183,6 +187,22 @@ function queue(host: RequestHost, client: ClientConnection, request: QueuedReque
   created = host.sessions.submit(name, request.spec, call);
 }
 
+/**
+ * For a request that only looks at a session (`existing`): the session must run or have a snapshot
+ * to restore. A name nothing is known of is a typo (session_not_found); one whose state was not
+ * saved when its supervisor stopped is said to be lost, rather than shown as an empty namespace.
+ */
+function checkRecoverable(home: string, name: string): void {
+  if (existsSync(defaultSnapshotPath(home, name))) return;
+  if (!existsSync(specPath(home, name))) throw new AwreplError("session_not_found", `No session named ${JSON.stringify(name)}`);
+  const unsaved = readUnsaved(home, name);
+  const why = unsaved ? `its snapshot failed when its supervisor stopped (${unsaved.stop}) ${ageText(Date.now() - unsaved.at)} ago: ${unsaved.error}` : "it was not saved before its supervisor went away";
+  throw new AwreplError(
+    "session_not_found",
+    `Session ${name} is not running and its state is lost: ${why}. \`awrepl -s ${name} run ...\` re-creates it (as it was made, empty); \`awrepl close ${name}\` forgets it.`,
+  );
+}
+
 async function execute(
   sessions: SessionTable,
   client: ClientConnection,
@@ -192,6 +212,7 @@ async function execute(
   created: boolean,
   waitedMs: number,
   hostRequests: HostRequests | null,
+  mismatch: string | null,
 ): Promise<void> {
   const { id, session: name } = request;
   const signal = call.abort.signal;
@@ -219,13 +240,13 @@ async function execute(
     onHostRequest: hostRequests ? (data) => hostRequests.ask(data) : undefined,
   }).finally(() => hostRequests?.end());
   result.session = name;
-  const unused = created ? null : unusedSpecNotice(name, session, request.spec);
-  if (unused) result.notice = result.notice ? `${unused} ${result.notice}` : unused;
-  // A session re-created from its snapshot says so in `restored`; without one its state is gone.
-  if (created && request.known && !result.restored) {
+  // A session re-created from its snapshot says so in `restored`; without one its state is gone
+  // (unless its creation already said what became of its state).
+  if (created && request.known && !result.restored && !creationToldState(session)) {
     const lost = `Session ${name} was not running (closed, or its supervisor stopped); this call ran in a fresh worker and the earlier state is gone.`;
     result.notice = result.notice ? `${lost} ${result.notice}` : lost;
   }
+  if (mismatch) result.notice = result.notice ? `${mismatch} ${result.notice}` : mismatch;
   // A detached call's result may be kept for `collect`, and has nobody to go to once its client left.
   if (call.detach && !sessions.finishDetached(name, call, result)) return;
   client.reply({ event: "result", id, result });
@@ -288,28 +309,40 @@ async function sessionCall(session: ReplSession, request: SessionCallRequest): P
     case "is_complete":
       return session.isComplete(request.code);
     case "snapshot":
-      return session.snapshot(request.path);
+      return session.snapshot(request.path, { timeoutMs: request.timeout_ms });
     case "restore":
-      return session.restore(request.path);
+      return session.restore(request.path, { timeoutMs: request.timeout_ms });
   }
 }
 
 /**
- * Ends a session (if it runs) and forgets its snapshot (also when it does not run); with `keep`, a
- * running session is snapshotted first instead, so its next use restores it as it was.
+ * Ends a session (if it runs) and forgets its snapshot (also when it does not run). With `keep`, a
+ * running session is snapshotted first instead, so its next use restores it as it was; if that
+ * snapshot fails the session is NOT closed (closing would lose its state): the reply says why.
  */
-async function closeSession(host: RequestHost, name: string, keep: boolean): Promise<{ closed: boolean; forgot: boolean }> {
-  if (keep) await snapshotBeforeStop(host.sessions.live().filter(([n]) => n === name), host.log);
+async function closeSession(host: RequestHost, name: string, keep: boolean): Promise<{ closed: boolean; forgot: boolean; snapshot?: StopSnapshot }> {
+  if (keep) {
+    const [snapshot] = await snapshotBeforeStop(host.sessions.live().filter(([n]) => n === name), host.log, { home: host.layout.home, stop: "close --keep", record: false });
+    if (snapshot && snapshot.status !== "saved") return { closed: false, forgot: false, snapshot };
+    const closed = await host.sessions.close(name);
+    return snapshot ? { closed, forgot: false, snapshot } : { closed, forgot: false };
+  }
   const closed = await host.sessions.close(name);
-  const forgot = forgetClosedSession(host.layout.home, name, keep);
+  const forgot = forgetClosedSession(host.layout.home, name, false);
   if (forgot) host.log(`session ${name}: snapshot forgotten`);
   return { closed, forgot };
 }
 
-async function closeAllSessions(host: RequestHost, keep: boolean): Promise<{ closed: string[]; forgot: string[] }> {
-  if (keep) await snapshotBeforeStop(host.sessions.live(), host.log);
+async function closeAllSessions(host: RequestHost, keep: boolean): Promise<{ closed: string[]; forgot: string[]; snapshots?: StopSnapshot[] }> {
+  if (keep) {
+    const snapshots = await snapshotBeforeStop(host.sessions.live(), host.log, { home: host.layout.home, stop: "close --all --keep", record: false });
+    const unsaved = new Set(snapshots.filter((s) => s.status !== "saved").map((s) => s.session));
+    const closed: string[] = [];
+    for (const name of host.sessions.names.filter((n) => !unsaved.has(n))) if (await host.sessions.close(name)) closed.push(name);
+    return { closed, forgot: [], snapshots };
+  }
   const closed = await host.sessions.closeAll();
-  const forgot = keep ? [] : savedSessionNames(host.layout.home).filter((name) => forgetClosedSession(host.layout.home, name, false));
+  const forgot = knownSessionNames(host.layout.home).filter((name) => forgetClosedSession(host.layout.home, name, false));
   if (forgot.length) host.log(`snapshots forgotten: ${forgot.join(", ")}`);
   return { closed, forgot };
 }

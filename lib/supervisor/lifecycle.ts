@@ -7,12 +7,13 @@
 import { statSync } from "node:fs";
 import type { Config } from "../settings/config.ts";
 import type { HomeLayout } from "../settings/home.ts";
+import type { StopSnapshot } from "../protocol/supervisor.ts";
 import type { ReplSession } from "../session/session.ts";
 import { defaultSnapshotPath } from "../session/snapshot_files.ts";
 import type { SpareWorkers } from "../worker/spare.ts";
 import type { ClientConnection } from "./client_connection.ts";
 import type { OwnedSocket } from "./listener.ts";
-import { snapshotBeforeStop } from "./persistence.ts";
+import { isUnsaved, snapshotBeforeStop } from "./persistence.ts";
 import type { SessionTable } from "./session_table.ts";
 
 /** How often the supervisor checks that its socket is still its own. */
@@ -34,6 +35,8 @@ export class Lifecycle {
   #socket: OwnedSocket | null = null;
   #idleTimer: ReturnType<typeof setTimeout> | null = null;
   #stopping: Promise<void> | null = null;
+  /** The stop's snapshot phase: what every session's state came to (a waiting `stop` request gets it). */
+  #snapshotted: Promise<StopSnapshot[]> | null = null;
   /** parkIdleSessions is running. */
   #parking = false;
   #finished: (code: number) => void = () => {};
@@ -78,20 +81,37 @@ export class Lifecycle {
 
   /**
    * Stops the supervisor: unlinks its socket (if still its own), snapshots every session with a live
-   * worker, ends every worker, then resolves run()'s promise. `orphaned`: the socket path is no longer
-   * ours, so another supervisor may hold these names now (see #mayOverwriteSnapshot).
+   * worker, ends every worker, then resolves run()'s promise. Resolves (early) with what became of
+   * every session's state, once the snapshots are done and before the workers end, so a waiting
+   * client hears it. `orphaned`: the socket path is no longer ours, so another supervisor may hold
+   * these names now (see #mayOverwriteSnapshot).
    */
-  stop(reason: string, orphaned = false): Promise<void> {
-    this.#stopping ??= (async () => {
-      const { sessions, spares, connections, log } = this.host;
+  stop(reason: string, orphaned = false): Promise<StopSnapshot[]> {
+    if (this.#snapshotted) return this.#snapshotted;
+    let snapshotted: (outcomes: StopSnapshot[]) => void = () => {};
+    this.#snapshotted = new Promise((resolve) => (snapshotted = resolve));
+    this.#stopping = (async () => {
+      const { sessions, spares, connections, log, layout } = this.host;
       log(`stopping: ${reason}`);
       if (this.#idleTimer) clearTimeout(this.#idleTimer);
       // Unlink first, so a new client starts a new supervisor instead of reaching this one.
       this.#socket?.close();
       // Every planned stop (stop, a client of another version, a signal, idle exit) snapshots first;
-      // the next use of a name restores it.
+      // the next use of a name restores it, and hears it when its state could not be saved.
       const live = sessions.live();
-      await snapshotBeforeStop(orphaned ? live.filter(([name, session]) => this.#mayOverwriteSnapshot(name, session)) : live, log);
+      const writable = orphaned ? live.filter(([name, session]) => this.#mayOverwriteSnapshot(name, session)) : live;
+      const outcomes: StopSnapshot[] = [];
+      try {
+        outcomes.push(...(await snapshotBeforeStop(writable, log, { home: layout.home, stop: reason })));
+      } catch (err) {
+        log(`snapshots before the stop failed: ${(err as Error)?.stack ?? err}`);
+      }
+      for (const [name] of live) {
+        if (!writable.some(([n]) => n === name)) outcomes.push({ session: name, status: "not_written", error: "the snapshot on disk is newer than this session's last call (another supervisor owns the name now)" });
+      }
+      const unsaved = outcomes.filter(isUnsaved).map((o) => o.session);
+      if (unsaved.length) log(`stopping with ${unsaved.length} session(s) NOT saved: ${unsaved.join(", ")}`);
+      snapshotted(outcomes);
       const closing = Promise.all([sessions.closeAll(), spares.closeAll()]);
       const timeout = new Promise((r) => setTimeout(r, CLOSE_WAIT_MS).unref());
       await Promise.race([closing, timeout]);
@@ -99,7 +119,7 @@ export class Lifecycle {
       log("stopped");
       this.#finished(0);
     })();
-    return this.#stopping;
+    return this.#snapshotted;
   }
 
   /**
@@ -112,8 +132,8 @@ export class Lifecycle {
     this.#parking = true;
     try {
       for (const [name, session] of sessions.idleFor(config.sessionIdleMs)) {
-        const [outcome] = await snapshotBeforeStop([[name, session]], log);
-        if (outcome && "error" in outcome) continue; // keep it running rather than lose its state
+        const [outcome] = await snapshotBeforeStop([[name, session]], log, { home: this.host.layout.home, stop: "parking an idle session", record: false });
+        if (!outcome || outcome.status !== "saved") continue; // keep it running rather than lose its state
         if (await sessions.closeIfIdle(name)) log(`session ${name}: closed after ${config.sessionIdleMs} ms idle; its snapshot is kept`);
       }
     } finally {

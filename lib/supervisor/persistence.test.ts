@@ -1,11 +1,12 @@
 // Persistence in the library: snapshots of a ReplSession, restore at start, going back to the latest
 // snapshot after a timeout kill or a death, autosave, size caps, corrupt files. Real workers.
 import { describe, expect, test } from "bun:test";
+import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { forgetClosedSession, persistentSessionOptions, snapshotBeforeStop } from "./persistence.ts";
 import type { ReplSession } from "../session/session.ts";
-import { defaultSnapshotPath, describeSnapshot, forgetSnapshot, manifestPath, moveAside, readManifest, sweepTempFiles } from "../session/snapshot_files.ts";
+import { defaultSnapshotPath, describeSnapshot, forgetSnapshot, manifestPath, moveAside, readManifest, readUnsaved, sweepTempFiles } from "../session/snapshot_files.ts";
 import { PYTHON, rejection, useSessions, waitFor } from "../../tests/harness/mod.ts";
 
 /** The test interpreter without site-packages, so without dill: the stdlib pickle fallback, on any machine. */
@@ -119,11 +120,11 @@ describe("snapshot and restore at start", () => {
     await b.execute("y = 2");
     await b.snapshot();
     expect((await b.execute("1")).notice).toContain("it was kept as");
-    const aside = readdirSync(join(fixture.tmp.home, "snapshots")).filter((n) => n.startsWith("p.pkl.unrestored-"));
+    const aside = readdirSync(join(fixture.tmp.home, "snapshots", "p")).filter((n) => n.startsWith("snapshot.pkl.unrestored-"));
     expect(aside.length).toBe(1);
     // The kept file still restores where dill is.
     const c = await start({}, "c");
-    expect((await c.restore(join(fixture.tmp.home, "snapshots", aside[0]!))).restored).toEqual(["f", "x"]);
+    expect((await c.restore(join(fixture.tmp.home, "snapshots", "p", aside[0]!))).restored).toEqual(["f", "x"]);
   });
 
   test("size caps: a name over the per-name cap and one over the total are skipped with the reason, not dropped silently", async () => {
@@ -176,7 +177,7 @@ describe("a snapshot cut short", () => {
     const r = await s.execute("x");
     expect(r.value).toBe("'first'");
     expect(r.notice).toContain("restored from its snapshot of");
-    expect(readdirSync(join(fixture.tmp.home, "snapshots")).filter((n) => n.endsWith(".tmp"))).toEqual([]);
+    expect(readdirSync(join(fixture.tmp.home, "snapshots", "p")).filter((n) => n.endsWith(".tmp"))).toEqual([]);
   });
 });
 
@@ -193,11 +194,11 @@ describe("a corrupt or unreadable snapshot", () => {
     expect(r.notice).toContain("corrupt snapshot");
     expect(r.notice).toContain(".corrupt-");
     expect(existsSync(path)).toBe(false);
-    const aside = readdirSync(join(fixture.tmp.home, "snapshots")).filter((n) => n.includes(".corrupt-"));
-    expect(aside.some((n) => n.startsWith("p.pkl.corrupt-"))).toBe(true);
-    expect(aside.some((n) => n.startsWith("p.json.corrupt-"))).toBe(true);
-    const kept = aside.find((n) => n.startsWith("p.pkl.corrupt-"))!;
-    expect(readFileSync(join(fixture.tmp.home, "snapshots", kept), "utf8")).toBe("this is not a pickle");
+    const aside = readdirSync(join(fixture.tmp.home, "snapshots", "p")).filter((n) => n.includes(".corrupt-"));
+    expect(aside.some((n) => n.startsWith("snapshot.pkl.corrupt-"))).toBe(true);
+    expect(aside.some((n) => n.startsWith("snapshot.json.corrupt-"))).toBe(true);
+    const kept = aside.find((n) => n.startsWith("snapshot.pkl.corrupt-"))!;
+    expect(readFileSync(join(fixture.tmp.home, "snapshots", "p", kept), "utf8")).toBe("this is not a pickle");
     // The next snapshot goes where the bad one was.
     await s.execute("y = 2");
     expect((await s.snapshot()).saved).toEqual(["y"]);
@@ -216,12 +217,12 @@ describe("a corrupt or unreadable snapshot", () => {
     expect(r.notice).toContain("could not be restored");
     expect(r.notice).toContain(".unrestored-");
     expect(existsSync(path)).toBe(false);
-    const kept = readdirSync(join(fixture.tmp.home, "snapshots")).filter((n) => n.startsWith("p.pkl.unrestored-"));
+    const kept = readdirSync(join(fixture.tmp.home, "snapshots", "p")).filter((n) => n.startsWith("snapshot.pkl.unrestored-"));
     expect(kept).toHaveLength(1);
     // The fresh session's own snapshot goes to the default place; the kept file is untouched.
     await s.execute("y = 2");
     expect((await s.snapshot()).saved).toEqual(["y"]);
-    expect(readdirSync(join(fixture.tmp.home, "snapshots")).filter((n) => n.startsWith("p.pkl.unrestored-"))).toEqual(kept);
+    expect(readdirSync(join(fixture.tmp.home, "snapshots", "p")).filter((n) => n.startsWith("snapshot.pkl.unrestored-"))).toEqual(kept);
   });
 
   test("restore() of a corrupt default snapshot is restore_failed naming where the file went", async () => {
@@ -353,10 +354,10 @@ describe("the host's side (the supervisor's API)", () => {
     const running = busy.execute("while True: __import__('time').sleep(0.01)"); // binds no name: saved stays 1
     await waitFor(() => busy.busy, 5000, "the cell to start");
     const lines: string[] = [];
-    const outcomes = await snapshotBeforeStop([["idle", idle], ["busy", busy]], (l) => lines.push(l), 10_000);
-    expect(outcomes).toEqual([
-      { name: "idle", saved: 1, skipped: [] },
-      { name: "busy", saved: 1, skipped: [] },
+    const outcomes = await snapshotBeforeStop([["idle", idle], ["busy", busy]], (l) => lines.push(l), { home: fixture.tmp.home, stop: "test", budgetMs: 10_000 });
+    expect(outcomes).toMatchObject([
+      { session: "idle", status: "saved", saved: 1, skipped: [], path: defaultSnapshotPath(fixture.tmp.home, "idle") },
+      { session: "busy", status: "saved", saved: 1, skipped: [] },
     ]);
     expect((await running).status).toBe("interrupted");
     expect(lines).toContain("session busy: snapshot saved 1 name(s)");
@@ -378,23 +379,51 @@ describe("the host's side (the supervisor's API)", () => {
     await waitFor(() => printed, 5000, "the cell to start");
     await Bun.sleep(300); // inside sum() by now: an interrupt cannot land there
     const started = Date.now();
-    const [outcome] = await snapshotBeforeStop([["stuck", s]], () => undefined, 10_000);
-    expect(outcome).toMatchObject({ name: "stuck", error: expect.stringContaining("did not stop when interrupted") });
+    const [outcome] = await snapshotBeforeStop([["stuck", s]], () => undefined, { home: fixture.tmp.home, stop: "test", budgetMs: 10_000 });
+    expect(outcome).toMatchObject({
+      session: "stuck",
+      status: "failed",
+      error: expect.stringContaining("did not stop within 2000 ms of being interrupted"),
+      kept: { path: first.path, taken_at: expect.any(String), age_ms: expect.any(Number) },
+    });
+    // Recorded beside the session for its next user, with the older snapshot that comes back instead.
+    expect(readUnsaved(fixture.tmp.home, "stuck")).toMatchObject({ stop: "test", kept: { path: first.path } });
     expect(Date.now() - started).toBeLessThan(9_000);
     expect(readFileSync(first.path).equals(before)).toBe(true);
+  });
+});
+
+describe("a stop's snapshot budget", () => {
+  test("a namespace too slow to pickle within the budget is reported with the older snapshot kept, and recorded", async () => {
+    const s = await start({ timeoutMs: 0 }, "slow");
+    await s.execute("x = 1");
+    const first = await s.snapshot();
+    await s.execute("import time\nclass Slow:\n    def __reduce__(self):\n        time.sleep(30)\n        return (int, (1,))\nslow = Slow()");
+    const started = Date.now();
+    const [outcome] = await snapshotBeforeStop([["slow", s]], () => undefined, { home: fixture.tmp.home, stop: "test", budgetMs: 500 });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(outcome).toMatchObject({
+      session: "slow",
+      status: "failed",
+      error: "it did not finish within the stop's snapshot budget of 500 ms (a namespace too large or too slow to pickle)",
+      kept: { path: first.path },
+    });
+    expect(readUnsaved(fixture.tmp.home, "slow")?.error).toContain("snapshot budget of 500 ms");
+    await s.close(); // what the stop does next: the write in progress never replaces the snapshot
+    expect(readManifest(first.path)?.savedNames).toEqual(["x"]);
   });
 });
 
 describe("snapshot files", () => {
   test("moveAside renames payload and manifest; forgetSnapshot removes both", () => {
     const path = defaultSnapshotPath(fixture.tmp.home, "f");
-    const dir = join(fixture.tmp.home, "snapshots");
+    const dir = join(fixture.tmp.home, "snapshots", "f");
     mkdirSync(dir, { recursive: true });
     writeFileSync(path, "p");
     writeFileSync(manifestPath(path), "{}");
     const aside = moveAside(path, "corrupt", new Date("2026-01-02T03:04:05.678Z"));
     expect(aside).toBe(`${path}.corrupt-20260102T030405Z`);
-    expect(readdirSync(dir).sort()).toEqual(["f.json.corrupt-20260102T030405Z", "f.pkl.corrupt-20260102T030405Z"]);
+    expect(readdirSync(dir).sort()).toEqual(["snapshot.json.corrupt-20260102T030405Z", "snapshot.pkl.corrupt-20260102T030405Z"]);
     writeFileSync(path, "p");
     writeFileSync(manifestPath(path), "{}");
     expect(forgetSnapshot(fixture.tmp.home, "f")).toBe(true);
@@ -416,5 +445,80 @@ describe("snapshot files", () => {
     expect(existsSync(join(dir, ".s.pkl.999999999.tmp"))).toBe(false);
     expect(existsSync(join(dir, `.s.json.${process.pid}.tmp`))).toBe(true);
     expect(statSync(path).size).toBe(5);
+  });
+});
+
+describe("snapshots streamed over the protocol (what remote, container and sandboxed workers use)", () => {
+  const stream = { snapshotTransfer: "stream" } as const;
+
+  test("the host writes the payload and its manifest (with sha256); a new session restores it streamed back", async () => {
+    const a = await start(stream);
+    await a.execute("x = 41\nimport json\nblob = bytes(range(256)) * 4000\ndef f(n): return n * x");
+    const report = await a.snapshot();
+    expect(report.path).toBe(defaultSnapshotPath(fixture.tmp.home, "p"));
+    expect(report.saved).toEqual(["blob", "f", "json", "x"]);
+    const manifest = readManifest(report.path);
+    expect(manifest?.bytes).toBe(statSync(report.path).size);
+    expect(manifest?.sha256).toBe(createHash("sha256").update(readFileSync(report.path)).digest("hex"));
+    expect(statSync(report.path).mode & 0o777).toBe(0o600);
+    expect(readdirSync(join(fixture.tmp.home, "snapshots", "p")).filter((n) => n.endsWith(".tmp"))).toEqual([]);
+    await a.close();
+    const b = await start({ ...stream, restoreOnStart: true });
+    const r = await b.execute("f(1), len(blob), json.dumps([x])");
+    expect(r.value).toBe("(41, 1024000, '[41]')");
+    expect(r.restored?.restored).toEqual(["blob", "f", "json", "x"]);
+  });
+
+  test("a snapshot cut off by a kill leaves the previous file whole and no temp file", async () => {
+    const s = await start(stream);
+    await s.execute("x = 'first'");
+    const first = await s.snapshot();
+    const before = readFileSync(first.path);
+    await s.execute("x = 'second'\nclass Slow:\n    def __reduce__(self):\n        import time\n        time.sleep(60)\n        return (int, (1,))\nslow = Slow()");
+    const pid = s.pid!;
+    const saving = s.snapshot();
+    await Bun.sleep(300);
+    process.kill(pid, "SIGKILL");
+    expect((await rejection(saving)).code).toBe("worker_died");
+    expect(readFileSync(first.path).equals(before)).toBe(true);
+    expect(readdirSync(join(fixture.tmp.home, "snapshots", "p")).filter((n) => n.endsWith(".tmp"))).toEqual([]);
+    expect((await s.execute("x")).value).toBe("'first'");
+  });
+
+  test("a file of the user's where the manifest would go is refused before anything is written", async () => {
+    const s = await start(stream);
+    await s.execute("x = 1");
+    const target = join(fixture.tmp.home, "mine.pkl");
+    writeFileSync(join(fixture.tmp.home, "mine.json"), '{"my": "settings"}');
+    const err = await rejection(s.snapshot(target));
+    expect(err.code).toBe("snapshot_failed");
+    expect(err.message).toContain(`Refusing to overwrite ${join(fixture.tmp.home, "mine.json")}`);
+    expect(existsSync(target)).toBe(false);
+    expect(readFileSync(join(fixture.tmp.home, "mine.json"), "utf8")).toBe('{"my": "settings"}');
+  });
+
+  test("a corrupt default snapshot streamed back: a clear notice, a fresh session, the file moved aside", async () => {
+    const a = await start(stream);
+    await a.execute("x = 1");
+    const { path } = await a.snapshot();
+    await a.close();
+    writeFileSync(path, "this is not a pickle");
+    const b = await start({ ...stream, restoreOnStart: true });
+    const r = await b.execute("'x' in globals()");
+    expect(r.value).toBe("False");
+    expect(r.notice).toContain("could not be restored: corrupt snapshot");
+    expect(r.notice).toContain("moved aside to");
+    expect(existsSync(path)).toBe(false);
+    expect(readdirSync(join(fixture.tmp.home, "snapshots", "p")).some((n) => n.startsWith("snapshot.pkl.corrupt-"))).toBe(true);
+  });
+
+  test("restore from the host refuses a FIFO and an oversized file before the worker sees them", async () => {
+    const s = await start({ ...stream, snapshotMaxBytes: 10 });
+    await s.execute("x = 3");
+    const big = join(fixture.tmp.home, "big.pkl");
+    writeFileSync(big, Buffer.alloc(2 * 1024 * 1024));
+    expect((await rejection(s.restore(big))).message).toContain("over the snapshot cap");
+    expect((await rejection(s.restore("/dev/zero"))).message).toContain("character device");
+    expect((await s.execute("x")).value).toBe("3");
   });
 });

@@ -1,10 +1,14 @@
 // What a long-lived host of named sessions (the supervisor) does to make them outlive it: sessions it
 // creates restore their default snapshot, autosave when asked to, and take the configured size caps;
-// before any planned stop every live session is snapshotted; a session closed on purpose is forgotten.
-// The files themselves: lib/snapshot_store.ts. What survives and what cannot: docs/persistence.md.
+// before any planned stop every live session is snapshotted, and every session whose state could not
+// be saved is reported (to a client that waits: `daemon stop`, `close --keep`) and recorded beside the
+// session, so that its next user hears it whoever stopped the supervisor (idle exit, an upgrade, a
+// signal); a session closed on purpose is forgotten.
+// The files themselves: lib/session/snapshot_files.ts. What survives and what cannot: docs/persistence.md.
 import type { Config } from "../settings/config.ts";
+import type { StopSnapshot } from "../protocol/supervisor.ts";
 import type { ReplSession, ReplSessionOptions } from "../session/session.ts";
-import { forgetSnapshot } from "../session/snapshot_files.ts";
+import { ageText, defaultSnapshotPath, forgetSnapshot, recordUnsaved, snapshotTime, utcStamp } from "../session/snapshot_files.ts";
 
 export type PersistenceConfig = Pick<Config, "autosave" | "snapshotMaxBytes" | "snapshotMaxVariableBytes">;
 
@@ -26,46 +30,87 @@ export function persistentSessionOptions(
   };
 }
 
-export type SnapshotOutcome = { name: string; saved: number; skipped: string[] } | { name: string; error: string } | { name: string; noWorker: true };
+export type StopSnapshotOptions = {
+  /** The state directory: failures are recorded there, beside each session, for its next user. */
+  home: string;
+  /** What stops the sessions ("stop requested", "idle for 1800000 ms", "received SIGTERM"): said with a failure. */
+  stop: string;
+  budgetMs?: number;
+  /**
+   * Record failures for the sessions' next users (default true). False when a failure keeps the
+   * session running (parking an idle session, `close --keep`): nothing is lost then.
+   */
+  record?: boolean;
+};
 
 /**
  * Before a planned stop: snapshots every session that has a live worker to its default place, all at
  * once, within `budgetMs` together. A running cell is interrupted first (the stop would end it anyway,
- * and the snapshot waits its turn behind it). A session whose worker is gone keeps the snapshot it
- * has on disk. A snapshot still running at the deadline is left to the worker's exit: the runtime
- * writes to a temp file and renames it, so the last good snapshot stays in place.
+ * and the snapshot waits its turn behind it). A snapshot still running at the deadline is given up:
+ * its temp file never replaces the last good snapshot. Every session whose state is not saved
+ * (`failed`, `no_worker`) is logged and recorded beside it (snapshot_files.ts recordUnsaved), with
+ * the snapshot its next use will restore instead (older than its state) or none.
  */
 export async function snapshotBeforeStop(
   sessions: Iterable<[string, ReplSession]>,
   log: (line: string) => void,
-  budgetMs = STOP_SNAPSHOT_BUDGET_MS,
-): Promise<SnapshotOutcome[]> {
+  options: StopSnapshotOptions,
+): Promise<StopSnapshot[]> {
+  const budgetMs = options.budgetMs ?? STOP_SNAPSHOT_BUDGET_MS;
+  const startedAt = Date.now();
   let timer: ReturnType<typeof setTimeout> | undefined;
   const deadline = new Promise<"late">((resolve) => {
     timer = setTimeout(() => resolve("late"), budgetMs);
   });
-  const one = async (name: string, session: ReplSession): Promise<SnapshotOutcome> => {
-    if (session.pid === null) return { name, noWorker: true };
+  const one = async (name: string, session: ReplSession): Promise<StopSnapshot> => {
+    if (session.pid === null) return notSaved(options.home, name, "no_worker", "its worker was gone before the stop (it had died or was being replaced)");
     if (session.busy) {
       await session.interrupt();
       // Code in C can ignore the interrupt; the stop must not wait for it.
       if (!(await idleWithin(session, Math.min(budgetMs, INTERRUPT_WAIT_MS)))) {
-        return { name, error: "its running cell did not stop when interrupted; the previous snapshot, if any, is kept" };
+        return notSaved(options.home, name, "failed", `its running cell did not stop within ${Math.min(budgetMs, INTERRUPT_WAIT_MS)} ms of being interrupted (code in C)`);
       }
     }
     const saving = session.snapshot().then(
-      (r): SnapshotOutcome => ({ name, saved: r.saved.length, skipped: r.skipped.map((s) => `${s.name} (${s.reason})`) }),
-      (err: unknown): SnapshotOutcome => ({ name, error: (err as Error).message }),
+      (r): StopSnapshot => ({ session: name, status: "saved", path: r.path, saved: r.saved.length, skipped: r.skipped, bytes: r.bytes }),
+      (err: unknown): StopSnapshot => notSaved(options.home, name, "failed", (err as Error).message),
     );
     const outcome = await Promise.race([saving, deadline]);
-    return outcome === "late" ? { name, error: `not finished within ${budgetMs} ms; the previous snapshot, if any, is kept` } : outcome;
+    if (outcome !== "late") return outcome;
+    // The worker is ended next: a write it has not finished is dropped (temp file, never renamed).
+    return notSaved(options.home, name, "failed", `it did not finish within the stop's snapshot budget of ${budgetMs} ms (a namespace too large or too slow to pickle)`);
   };
   try {
     const outcomes = await Promise.all([...sessions].map(([name, session]) => one(name, session)));
-    for (const o of outcomes) log(`session ${o.name}: ${describeOutcome(o)}`);
+    for (const o of outcomes) {
+      log(`session ${o.session}: ${describeStopSnapshot(o)}`);
+      if (isUnsaved(o) && options.record !== false) record(options, o, startedAt, log);
+    }
     return outcomes;
   } finally {
     clearTimeout(timer);
+  }
+}
+
+/** A session whose state is not saved: what its next use gets instead (the snapshot on disk, or nothing). */
+function notSaved(home: string, session: string, status: "failed" | "no_worker", error: string): StopSnapshot {
+  const path = defaultSnapshotPath(home, session);
+  const taken = snapshotTime(path);
+  const kept = taken === null ? null : { path, taken_at: new Date(taken).toISOString(), age_ms: Math.max(0, Date.now() - taken) };
+  return { session, status, error, kept };
+}
+
+function record(options: StopSnapshotOptions, o: StopSnapshot, startedAt: number, log: (line: string) => void): void {
+  try {
+    recordUnsaved(options.home, o.session, {
+      at: startedAt,
+      stop: options.stop,
+      error: o.error ?? "unknown",
+      kept: o.kept ? { path: o.kept.path, taken_at: Date.parse(o.kept.taken_at) } : null,
+    });
+  } catch (err) {
+    // The disk that refused the snapshot may refuse this too: the log (and a waiting client) still have it.
+    log(`session ${o.session}: cannot record its failed snapshot for its next user: ${(err as Error).message}`);
   }
 }
 
@@ -79,10 +124,27 @@ async function idleWithin(session: ReplSession, ms: number): Promise<boolean> {
   return true;
 }
 
-function describeOutcome(o: SnapshotOutcome): string {
-  if ("noWorker" in o) return "no live worker; its snapshot on disk, if any, is kept";
-  if ("error" in o) return `snapshot failed: ${o.error}`;
-  return `snapshot saved ${o.saved} name(s)${o.skipped.length ? `; skipped ${o.skipped.join(", ")}` : ""}`;
+/** True when the outcome leaves the session's state unsaved (what makes `daemon stop` exit 1). */
+export function isUnsaved(o: StopSnapshot): boolean {
+  return o.status === "failed" || o.status === "no_worker";
+}
+
+/** One line per outcome, for the log and for `daemon stop`: "snapshot saved 3 name(s)", "NOT saved: ...". */
+export function describeStopSnapshot(o: StopSnapshot, now = Date.now()): string {
+  switch (o.status) {
+    case "saved": {
+      const skipped = o.skipped?.length ? `; could not save ${o.skipped.map((s) => `${s.name} (${s.reason})`).join(", ")}` : "";
+      return `snapshot saved ${o.saved ?? 0} name(s)${skipped}`;
+    }
+    case "not_written":
+      return `not snapshotted: ${o.error ?? "another supervisor owns the name now"}`;
+    default: {
+      const kept = o.kept
+        ? `its next use restores an OLDER snapshot, of ${utcStamp(Date.parse(o.kept.taken_at))} (${ageText(now - Date.parse(o.kept.taken_at))} old, ${o.kept.path})`
+        : "it has no earlier snapshot: its state is lost";
+      return `state NOT saved: ${o.error}; ${kept}`;
+    }
+  }
 }
 
 /** `close NAME` forgets the session's snapshot unless asked to keep it. Resolves whether one was removed. */

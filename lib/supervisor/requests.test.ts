@@ -74,6 +74,21 @@ describe("reading a request line", () => {
     expect(errorOf({ type: "keep_result", id: 2 }).error.message).toContain("keep_result needs a target id");
   });
 
+  test("a spec's sandbox: false or a profile of net, env names and absolute paths; restore and snapshot take a timeout", () => {
+    const open = (sandbox: unknown) => ({ type: "open", id: 1, session: "a", spec: { sandbox } });
+    expect(accepted(open(false))).toBe(true);
+    expect(accepted(open({ network: true, env: ["GITHUB_TOKEN", "_X1"], writable: ["/data"] }))).toBe(true);
+    expect(errorOf(open(true)).error.message).toContain("spec.sandbox must be false or an object");
+    expect(errorOf(open({ network: "yes" })).error.message).toContain("spec.sandbox.network must be true or false");
+    expect(errorOf(open({ env: ["A=B"] })).error.message).toBe('Field spec.sandbox.env has "A=B": not an environment variable name');
+    expect(errorOf(open({ writable: ["relative/dir"] })).error.message).toContain("not an absolute path");
+    expect(errorOf(open({ writable: "/data" })).error.message).toContain("must be a list");
+    expect(errorOf(open({ seccomp: true })).error.message).toContain("spec.sandbox.seccomp is not a sandbox field");
+    expect(errorOf(open({ env: Array.from({ length: 300 }, (_, i) => `V${i}`) })).error.code).toBe("usage");
+    expect(accepted({ type: "restore", id: 1, session: "a", path: "/x.pkl", timeout_ms: 500 })).toBe(true);
+    expect(errorOf({ type: "restore", id: 1, session: "a", timeout_ms: "soon" }).error.message).toContain("timeout_ms");
+  });
+
   test("hello needs its protocol and version; stop needs nothing", () => {
     expect(errorOf({ type: "hello", version: "1" }).error.message).toContain("protocol");
     expect(accepted({ type: "stop" })).toBe(true);

@@ -10,7 +10,7 @@
 // or `id` flag disagrees with its declaration, fails to compile.
 import { AwreplError } from "../core/errors.ts";
 import { MAX_DELAY_MS } from "../core/limits.ts";
-import { checkSessionName } from "../core/names.ts";
+import { checkSessionName, ENV_VAR_NAME } from "../core/names.ts";
 import type { ClientRequest, RequestId, RequestOf, RequestType, SessionSpec } from "../protocol/supervisor.ts";
 
 export type RequestLine = {
@@ -81,8 +81,8 @@ const REQUESTS: { readonly [T in RequestType]: Rule<T> } = {
     },
   },
   is_complete: { session: true, id: true, check: (f) => checkString(f, "code") },
-  snapshot: { session: true, id: true, check: checkPath },
-  restore: { session: true, id: true, check: checkPath },
+  snapshot: { session: true, id: true, check: checkSnapshotCall },
+  restore: { session: true, id: true, check: checkSnapshotCall },
   interrupt: { session: true, id: true },
   cancel: { session: false, id: true, check: (f) => checkTarget(f, "cancel") },
   collect: {
@@ -157,14 +157,37 @@ function checkSpec(spec: unknown): asserts spec is SessionSpec {
       if (typeof v !== "string") throw usage(`spec.env.${k} must be a string`);
     }
   }
+  if (s.sandbox !== undefined) checkSandbox(s.sandbox);
 }
 
 function checkTarget(fields: Record<string, unknown>, type: string): void {
   if (typeof fields.target !== "number" && typeof fields.target !== "string") throw protocolError(`${type} needs a target id`);
 }
 
-function checkPath(fields: Record<string, unknown>): void {
+/** Most names or paths one sandbox field takes. */
+const MAX_SANDBOX_ITEMS = 256;
+
+/** spec.sandbox: false, or {network?: bool, env?: [names], writable?: [absolute paths]}. */
+function checkSandbox(sandbox: unknown): void {
+  if (sandbox === false) return;
+  if (typeof sandbox !== "object" || sandbox === null || Array.isArray(sandbox)) throw usage("spec.sandbox must be false or an object");
+  for (const [key, value] of Object.entries(sandbox)) {
+    if (key === "network") {
+      checkFlag(sandbox as Record<string, unknown>, "network", "spec.sandbox.");
+      continue;
+    }
+    if (key !== "env" && key !== "writable") throw usage(`spec.sandbox.${key} is not a sandbox field (network, env, writable)`);
+    if (!Array.isArray(value) || value.length > MAX_SANDBOX_ITEMS) throw usage(`spec.sandbox.${key} must be a list of at most ${MAX_SANDBOX_ITEMS} strings`);
+    for (const item of value) {
+      const ok = typeof item === "string" && (key === "env" ? ENV_VAR_NAME.test(item) : item.startsWith("/") && item.length <= 4096 && !item.includes("\0"));
+      if (!ok) throw usage(`spec.sandbox.${key} has ${preview(JSON.stringify(item))}: ${key === "env" ? "not an environment variable name" : "not an absolute path"}`);
+    }
+  }
+}
+
+function checkSnapshotCall(fields: Record<string, unknown>): void {
   if (fields.path !== undefined) checkString(fields, "path");
+  checkCount(fields, "timeout_ms");
 }
 
 function checkFlag(obj: Record<string, unknown>, key: string, prefix = ""): void {

@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import type { SessionSpec } from "../protocol/supervisor.ts";
 import { defaultSnapshotPath, writeSessionSpec } from "../session/snapshot_files.ts";
 import { tempHome } from "../../tests/harness/mod.ts";
-import { savedSpec, specFor } from "./session_spec.ts";
+import { describeSandbox, sameSandbox, savedSpec, specFor, specMismatch } from "./session_spec.ts";
 
 const homes: { remove(): void }[] = [];
 function home(): string {
@@ -16,7 +16,6 @@ afterEach(() => {
   for (const h of homes.splice(0)) h.remove();
 });
 
-/** A snapshot payload on disk: a spec is used only for a session that has one. */
 function snapshotOf(h: string, name: string): void {
   mkdirSync(dirname(defaultSnapshotPath(h, name)), { recursive: true });
   writeFileSync(defaultSnapshotPath(h, name), "payload");
@@ -25,25 +24,81 @@ function snapshotOf(h: string, name: string): void {
 const quiet = () => {};
 
 describe("specFor", () => {
-  test("a session with no snapshot is made as requested, whatever spec was saved", () => {
+  test("a new session (nothing saved) is made as requested", () => {
     const h = home();
-    writeSessionSpec(h, "a", { python: "/saved/python", cwd: h });
-    const requested: SessionSpec = { python: "/asked/python", cwd: "/" };
-    expect(specFor(h, "a", requested, quiet)).toBe(requested);
+    const requested: SessionSpec = { python: "/asked/python", python_given: true, cwd: "/", existing: true };
+    expect(specFor(h, "a", requested, quiet)).toEqual({ spec: { python: "/asked/python", cwd: "/" }, notices: [], recreated: false });
   });
 
-  test("one re-created from its snapshot is made as saved: only an explicit python wins, a missing cwd falls back", () => {
+  test("a saved spec is used whether or not a snapshot exists: a failed stop snapshot never means the caller's interpreter", () => {
+    const h = home();
+    const sandbox = { network: false, writable: [h] };
+    writeSessionSpec(h, "a", { python: "ssh box python3", sandbox, cwd: h, env: { A: "1" } });
+    const { spec, notices } = specFor(h, "a", { python: "/usr/bin/python3", cwd: "/" }, quiet);
+    expect(spec).toEqual({ python: "ssh box python3", sandbox, cwd: h, env: { A: "1" } });
+    expect(notices).toEqual([]);
+    // With a snapshot the same.
+    snapshotOf(h, "a");
+    expect(specFor(h, "a", { cwd: "/" }, quiet).spec.python).toBe("ssh box python3");
+  });
+
+  test("an explicit --python wins and is said; the saved sandbox always stays, and a different ask is said", () => {
+    const h = home();
+    writeSessionSpec(h, "a", { python: "/saved/python", sandbox: { network: false }, cwd: h, timeout_ms: 5 });
+    const lines: string[] = [];
+    const explicit = specFor(h, "a", { python: "/asked/python", python_given: true, sandbox: false, cwd: "/", autosave: true }, (l) => lines.push(l));
+    expect(explicit.spec).toMatchObject({ python: "/asked/python", sandbox: { network: false }, cwd: h, autosave: true, timeout_ms: 5 });
+    expect(explicit.spec.python_given).toBeUndefined();
+    expect(explicit.notices).toEqual([
+      "Session a was re-created with --python /asked/python instead of /saved/python, the one it was created with.",
+      "Session a keeps its sandbox (sandbox: no network); --no-sandbox was not applied.",
+    ]);
+    expect(lines[0]).toContain("re-created as it was saved");
+    // A caller with no preference hears nothing; a caller asking for a sandbox of an unsandboxed one does.
+    writeSessionSpec(h, "b", { python: "/saved/python", cwd: h });
+    expect(specFor(h, "b", { cwd: "/" }, quiet).notices).toEqual([]);
+    const asked = specFor(h, "b", { cwd: "/", sandbox: { network: true } }, quiet);
+    expect(asked.spec.sandbox).toBeUndefined();
+    expect(asked.notices[0]).toContain("runs WITHOUT a sandbox");
+  });
+
+  test("a saved directory that is gone refuses the re-creation with a clear error (never another directory)", () => {
+    const h = home();
+    const gone = `${h}/gone`;
+    mkdirSync(gone);
+    writeSessionSpec(h, "a", { python: "/saved/python", cwd: gone });
+    rmSync(gone, { recursive: true });
+    expect(() => specFor(h, "a", { cwd: "/" }, quiet)).toThrow(`Session a was created in ${gone}, which no longer exists`);
+  });
+
+  test("a snapshot with no spec at all is re-created as asked, and that is said", () => {
     const h = home();
     snapshotOf(h, "a");
-    writeSessionSpec(h, "a", { python: "/saved/python", cwd: h, timeout_ms: 5, env: { A: "1" } });
-    const lines: string[] = [];
-    expect(specFor(h, "a", { python: "/default/python", cwd: "/" }, (l) => lines.push(l))).toMatchObject({ python: "/saved/python", cwd: h, timeout_ms: 5, env: { A: "1" } });
-    expect(lines[0]).toContain("re-created as it was saved");
-    const explicit = specFor(h, "a", { python: "/asked/python", python_given: true, cwd: "/", autosave: true }, quiet);
-    expect(explicit).toMatchObject({ python: "/asked/python", cwd: h, autosave: true });
-    expect(explicit.python_given).toBeUndefined();
-    writeSessionSpec(h, "a", { python: "/saved/python", cwd: `${h}/gone` });
-    expect(specFor(h, "a", { cwd: "/" }, quiet).cwd).toBe("/");
+    const { spec, notices } = specFor(h, "a", { python: "p", cwd: "/" }, quiet);
+    expect(spec).toEqual({ python: "p", cwd: "/" });
+    expect(notices[0]).toContain("had no saved spec");
+  });
+});
+
+describe("specMismatch (a live session asked for something else)", () => {
+  test("says what the session keeps and how to change it; silence when nothing different was asked", () => {
+    const has: SessionSpec = { python: "/usr/bin/python3", sandbox: { network: false, env: ["A", "B"] } };
+    expect(specMismatch("s", has, undefined)).toBeNull();
+    expect(specMismatch("s", has, { python: "python3" })).toBeNull(); // a default, not --python
+    expect(specMismatch("s", has, { python: "/usr/bin/python3", python_given: true, sandbox: { env: ["B", "A"] } })).toBeNull();
+    const both = specMismatch("s", has, { python: "/other", python_given: true, sandbox: { network: true } });
+    expect(both).toBe(
+      "Session s keeps its interpreter (/usr/bin/python3); --python /other was not used. Session s keeps its sandbox (sandbox: no network, env A B); the profile asked for (sandbox: network) was not applied. A session keeps what it was created with: `awrepl close s` first to change it.",
+    );
+    expect(specMismatch("s", { python: "p" }, { sandbox: {} })).toContain("runs WITHOUT a sandbox");
+  });
+
+  test("sameSandbox and describeSandbox", () => {
+    expect(sameSandbox(undefined, false)).toBe(true);
+    expect(sameSandbox({}, { network: false, env: [] })).toBe(true);
+    expect(sameSandbox({}, undefined)).toBe(false);
+    expect(describeSandbox(false)).toBe("no sandbox");
+    expect(describeSandbox({ network: true, writable: ["/d"],  })).toBe("sandbox: network, writable /d");
   });
 });
 

@@ -1,36 +1,40 @@
 // How the supervisor makes a session from a client's spec. The spec is the creating client's (its
-// interpreter choice, directory and environment: the supervisor's own are whoever started it), and it
-// is saved beside the session's snapshot, so that a session re-created from its snapshot is made as it
-// was first made rather than as this caller would make a new one.
+// interpreter choice, sandbox, directory and environment: the supervisor's own are whoever started
+// it), and it is saved in the session's directory, so that a session re-created later (after a stop,
+// whether or not its snapshot could be written) is made exactly as it was first made, or not at all:
+// never silently on another interpreter, without its sandbox, or in another directory.
 import { existsSync } from "node:fs";
+import { AwreplError } from "../core/errors.ts";
 import type { Config } from "../settings/config.ts";
 import type { HomeLayout } from "../settings/home.ts";
+import type { SandboxProfile } from "../protocol/api.ts";
 import type { SessionSpec } from "../protocol/supervisor.ts";
 import { ReplSession } from "../session/session.ts";
-import { defaultSnapshotPath, readSessionSpec, writeSessionSpec } from "../session/snapshot_files.ts";
+import { defaultSnapshotPath, migrateLegacyLayout, readSessionSpec, writeSessionSpec } from "../session/snapshot_files.ts";
 import type { SpareWorkers } from "../worker/spare.ts";
 import { persistentSessionOptions } from "./persistence.ts";
 import type { SessionFactory } from "./session_table.ts";
 
 type Log = (line: string) => void;
 
+/** The spec each live session was made with (after specFor): what a later caller's request is compared with. */
+const madeWith = new WeakMap<ReplSession, SessionSpec>();
+/** Sessions whose first result already says what became of their earlier state. */
+const toldState = new WeakSet<ReplSession>();
+
 /** Starts sessions in `layout`'s state directory with `config`'s defaults and limits, from `spares` when one fits. */
 export function sessionFactory(layout: HomeLayout, config: Config, spares: SpareWorkers, log: Log): SessionFactory {
-  return (name, requested) => {
-    const spec = specFor(layout.home, name, requested, log);
-    // Saved once the session runs: a start that fails (a missing directory, no interpreter) leaves
-    // nothing behind, and never replaces the spec a snapshot was saved with.
-    const saveSpec = (session: ReplSession) => {
-      try {
-        writeSessionSpec(layout.home, name, spec);
-      } catch (err) {
-        log(`session ${name}: cannot save its spec: ${(err as Error).message}`);
-      }
-      return session;
-    };
-    return ReplSession.start(name, {
+  // Snapshots of an earlier version's flat layout move into per-session directories before any is read.
+  const migration = migrateLegacyLayout(layout.home);
+  if (migration.moved.length) log(`snapshots moved to per-session directories: ${migration.moved.join(", ")}`);
+  if (migration.left.length) log(`snapshot files left in place (their new name is taken, or they name no session): ${migration.left.join(", ")}`);
+  return async (name, requested) => {
+    const { spec, notices, recreated } = specFor(layout.home, name, requested, log);
+    const hadSnapshot = existsSync(defaultSnapshotPath(layout.home, name));
+    const session = await ReplSession.start(name, {
       ...persistentSessionOptions(config, spec.autosave),
       python: spec.python ?? config.python,
+      ...sandboxOption(spec.sandbox),
       cwd: spec.cwd,
       env: spec.env && exactEnv(spec.env, layout.home),
       timeoutMs: spec.timeout_ms ?? config.timeoutMs,
@@ -42,41 +46,135 @@ export function sessionFactory(layout: HomeLayout, config: Config, spares: Spare
       figureFormat: config.figureFormat,
       home: layout.home,
       spares,
-    }).then(saveSpec);
+    });
+    // Saved once the session runs: a start that fails (a missing directory, no interpreter) leaves
+    // nothing behind. A spec that cannot be saved refuses the session: a later re-creation could not
+    // be made the same way.
+    try {
+      writeSessionSpec(layout.home, name, spec);
+    } catch (err) {
+      await session.close();
+      throw new AwreplError("internal", `Cannot create session ${name}: its spec cannot be saved in ${layout.home}: ${(err as Error).message}`);
+    }
+    for (const notice of notices) session.note(notice);
+    if (session.toldUnsavedAtStart) toldState.add(session);
+    else if (recreated && !hadSnapshot) {
+      // It existed, and nothing of its state was saved (its supervisor was killed, say): said, not silent.
+      session.note(`Session ${name} was re-created as it was made, but it had no snapshot: its earlier state is gone.`);
+      toldState.add(session);
+    }
+    madeWith.set(session, spec);
+    return session;
   };
 }
 
 /**
- * The spec to create session `name` with: the requested one, or when the session has a snapshot to
- * be re-created from, the one saved with it (interpreter, directory, environment, limits); an
- * explicit --python still wins, and a caller's autosave switches autosave on.
+ * The spec to create session `name` with, and what the first result must say about it. A session
+ * with a saved spec (it existed before: stopped, parked, or its supervisor went away) is re-created
+ * with that spec: its interpreter (unless this call gave --python explicitly, which is said), its
+ * sandbox (always: a caller cannot take it away, or add one, by re-creating the session), its
+ * directory (which must still exist: otherwise a clear error, nothing created), its environment and
+ * limits. A new session (no saved spec) is made as requested.
  */
-export function specFor(home: string, name: string, requested: SessionSpec, log: Log): SessionSpec {
-  if (!existsSync(defaultSnapshotPath(home, name))) return requested;
+export function specFor(home: string, name: string, requested: SessionSpec, log: Log): { spec: SessionSpec; notices: string[]; recreated: boolean } {
   const saved = savedSpec(home, name);
-  if (!saved) return requested;
-  const python = requested.python_given ? requested.python : (saved.python ?? requested.python);
-  log(`session ${name}: re-created as it was saved (${python ?? "default python"} in ${saved.cwd ?? "?"})`);
-  // A directory removed since is not a reason to lose the state: the caller's is used instead.
-  const cwd = saved.cwd !== undefined && existsSync(saved.cwd) ? saved.cwd : requested.cwd;
-  return { ...saved, python, cwd, python_given: undefined, autosave: saved.autosave || requested.autosave || undefined };
+  if (!saved) {
+    const notices: string[] = [];
+    if (existsSync(defaultSnapshotPath(home, name))) {
+      // A snapshot without a spec (a spec lost by hand): the only spec there is, is this call's.
+      log(`session ${name}: has a snapshot but no saved spec; made as this call asks`);
+      notices.push(`Session ${name} had no saved spec (how it was created); it was re-created as this call asks.`);
+    }
+    const spec = { ...requested };
+    delete spec.python_given;
+    delete spec.existing;
+    return { spec, notices, recreated: false };
+  }
+  const notices: string[] = [];
+  // An unset python stays unset: the saved environment and directory resolve the same default again.
+  let python = saved.python;
+  if (requested.python_given && requested.python !== undefined && requested.python !== saved.python) {
+    python = requested.python;
+    notices.push(`Session ${name} was re-created with --python ${requested.python} instead of ${saved.python ?? "the default interpreter"}, the one it was created with.`);
+  }
+  const sandboxNote = sandboxMismatch(name, saved.sandbox, requested.sandbox);
+  if (sandboxNote) notices.push(sandboxNote);
+  if (saved.cwd !== undefined && !existsSync(saved.cwd)) {
+    throw new AwreplError(
+      "usage",
+      `Session ${name} was created in ${saved.cwd}, which no longer exists; it is re-created only as it was made. Create that directory again to get the session back (its snapshot, if any, is kept), or run \`awrepl close ${name}\` to forget it.`,
+    );
+  }
+  log(`session ${name}: re-created as it was saved (${python ?? "default python"}${describeSandbox(saved.sandbox, " ")} in ${saved.cwd ?? "?"})`);
+  const spec: SessionSpec = { ...saved, python, autosave: saved.autosave || requested.autosave || undefined };
+  delete spec.python_given;
+  delete spec.existing;
+  return { spec, notices, recreated: true };
 }
 
 /**
- * What a request asked of session `name` that the running session does not do, since a session keeps
- * what it was created with: said in the result's notice, with how to change it. Null when nothing was
- * asked for explicitly (defaults are not choices) or it matches.
+ * What a call is told when it asks session `name` (live, or re-created from its saved spec) for
+ * another interpreter or sandbox than it has: the session keeps its own, and how to change it. Null
+ * when the call asked for nothing different.
  */
-export function unusedSpecNotice(name: string, session: ReplSession, requested: SessionSpec | undefined): string | null {
-  const running = session.interpreter.command;
-  if (!requested?.python_given || requested.python === undefined || requested.python === running) return null;
-  return `Session ${name} keeps the interpreter it started with (${running}), not the requested ${requested.python}; to change it, close the session first (awrepl close ${name}).`;
+export function specMismatch(name: string, has: SessionSpec, asked: SessionSpec | undefined): string | null {
+  if (!asked) return null;
+  const notes: string[] = [];
+  if (asked.python_given && asked.python !== undefined && asked.python !== has.python) {
+    notes.push(`Session ${name} keeps its interpreter (${has.python ?? "the default interpreter"}); --python ${asked.python} was not used.`);
+  }
+  const sandbox = sandboxMismatch(name, has.sandbox, asked.sandbox);
+  if (sandbox) notes.push(sandbox);
+  if (notes.length === 0) return null;
+  return `${notes.join(" ")} A session keeps what it was created with: \`awrepl close ${name}\` first to change it.`;
+}
+
+/** True when `session`'s first result says what became of its earlier state (lost, or an older snapshot). */
+export function creationToldState(session: ReplSession): boolean {
+  return toldState.has(session);
+}
+
+/** The spec session `session` was made with (by this supervisor's factory), or null. */
+export function specOf(session: ReplSession): SessionSpec | null {
+  return madeWith.get(session) ?? null;
+}
+
+function sandboxMismatch(name: string, has: SandboxProfile | false | undefined, asked: SandboxProfile | false | undefined): string | null {
+  if (asked === undefined || sameSandbox(has, asked)) return null;
+  if (!has) return `Session ${name} runs WITHOUT a sandbox (it was created so); the sandbox asked for (${describeSandbox(asked)}) was not applied.`;
+  if (asked === false) return `Session ${name} keeps its sandbox (${describeSandbox(has)}); --no-sandbox was not applied.`;
+  return `Session ${name} keeps its sandbox (${describeSandbox(has)}); the profile asked for (${describeSandbox(asked)}) was not applied.`;
+}
+
+/** Whether two sandbox settings are the same profile (order of names and paths aside; false and absent alike). */
+export function sameSandbox(a: SandboxProfile | false | undefined, b: SandboxProfile | false | undefined): boolean {
+  return canonicalSandbox(a) === canonicalSandbox(b);
+}
+
+function canonicalSandbox(s: SandboxProfile | false | undefined): string {
+  if (!s) return "none";
+  const sorted = (xs: string[] | undefined) => [...new Set(xs ?? [])].sort();
+  return JSON.stringify([s.network === true, sorted(s.env), sorted(s.writable)]);
+}
+
+/** "sandbox: no network", "sandbox: network, env GITHUB_TOKEN, writable /data", or "no sandbox". */
+export function describeSandbox(s: SandboxProfile | false | undefined, prefix = ""): string {
+  if (!s) return prefix ? "" : "no sandbox";
+  const parts = [s.network ? "network" : "no network"];
+  if (s.env?.length) parts.push(`env ${s.env.join(" ")}`);
+  if (s.writable?.length) parts.push(`writable ${s.writable.join(" ")}`);
+  return `${prefix}sandbox: ${parts.join(", ")}`;
+}
+
+/** The session option that puts a worker in the sandbox `sandbox` describes (nothing without one). */
+function sandboxOption(sandbox: SandboxProfile | false | undefined): { sandbox?: SandboxProfile } {
+  return sandbox ? { sandbox } : {};
 }
 
 /** A spec as a supervisor of protocol 1 saved it: the limits in camelCase. */
 type Protocol1Spec = SessionSpec & { timeoutMs?: number; maxOutputBytes?: number; graceMs?: number };
 
-/** The spec saved beside a session's snapshot; one saved by a protocol 1 supervisor is read too, so an upgrade keeps its limits. */
+/** The spec saved for a session; one saved by a protocol 1 supervisor is read too, so an upgrade keeps its limits. */
 export function savedSpec(home: string, name: string): SessionSpec | null {
   const saved = readSessionSpec(home, name) as Protocol1Spec | null;
   if (!saved) return null;

@@ -308,6 +308,8 @@ export class SessionTable {
         name: e.name,
         pid,
         host: report?.facts.host ?? null,
+        worker: report?.kind ?? null,
+        sandbox: e.session?.sandboxed ?? false,
         python: info ? `${info.python}${info.pythonVersion ? ` (${info.pythonVersion})` : ""}` : (e.spec.python ?? "python3"),
         cwd: report?.facts.cwd ?? info?.cwd ?? e.spec.cwd ?? "",
         state: e.running ? "busy" : "idle",

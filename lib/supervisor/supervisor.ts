@@ -11,7 +11,7 @@
 //   persistence.ts       snapshots around stops; requests.ts, start_lock.ts
 import type { Socket } from "node:net";
 import { AWREPL_VERSION, buildId, SUPERVISOR_PROTOCOL } from "../core/version.ts";
-import type { DaemonStatus } from "../protocol/supervisor.ts";
+import type { DaemonStatus, StopSnapshot } from "../protocol/supervisor.ts";
 import { builtinConfig, type Config, loadConfig } from "../settings/config.ts";
 import { type ClientOptions, ensurePrivateDir, type HomeLayout, layoutOf } from "../settings/home.ts";
 import { SpareWorkers } from "../worker/spare.ts";
@@ -68,8 +68,8 @@ class Supervisor implements RequestHost, LifecycleHost {
     return this.lifecycle.stopping;
   }
 
-  stop(reason: string): void {
-    void this.lifecycle.stop(reason);
+  stop(reason: string): Promise<StopSnapshot[]> {
+    return this.lifecycle.stop(reason);
   }
 
   accept(socket: Socket): void {

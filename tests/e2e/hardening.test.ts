@@ -213,10 +213,10 @@ test("--python for a live session is not ignored silently (item 17)", () =>
     expect(r.code).toBe(0);
     expect(r.stdout).toBe("2\n");
     expect(r.stderr).toContain("/nonexistent/python9");
-    expect(r.stderr).toContain("keeps the interpreter it started with");
+    expect(r.stderr).toContain("Session py keeps its interpreter");
     expect(r.stderr).toContain("awrepl close py");
     const json = JSON.parse((await run(["-s", "py", "--python", "/nonexistent/python9", "run", "--json", "3"], { home })).stdout) as ExecResult;
-    expect(json.notice).toContain("keeps the interpreter it started with");
+    expect(json.notice).toContain("Session py keeps its interpreter");
     // The same interpreter again, or none given: nothing to say.
     const plain = await run(["-s", "py", "run", "4"], { home });
     expect(plain.stderr).toBe("");

@@ -165,7 +165,8 @@ describe("lifecycle", () => {
     expect(lost.code).toBe(125);
     expect(lost.stderr).toContain("supervisor");
     const again = await run(["-s", "a", "run", "1 + 1"], { home: h });
-    expect(again.stderr).toBe("");
+    // Re-created as it was made (its saved spec); a killed supervisor saved nothing, and that is said.
+    expect(again.stderr).toBe("awrepl: Session a was re-created as it was made, but it had no snapshot: its earlier state is gone.\n");
     expect(again.stdout).toBe("2\n");
     expect(await supervisorPid(h)).not.toBe(sup);
   });
@@ -501,7 +502,8 @@ describe("versions", () => {
       expect(list).toMatchObject({ event: "ok", id: 1, value: [{ name: "a" }] });
       expect(list.type).toBeUndefined();
       c.send({ type: "stop", id: 2 });
-      expect(await c.next()).toEqual({ event: "ok", id: 2, value: null });
+      // Answered once every session's snapshot was tried, with what became of each.
+      expect(await c.next()).toMatchObject({ event: "ok", id: 2, value: { snapshots: [{ session: "a", status: "saved" }] } });
     } finally {
       c.close();
     }

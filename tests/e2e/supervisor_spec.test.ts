@@ -60,7 +60,7 @@ describe("a session restored from its snapshot is made as it was created", () =>
       expect(created.stdout).toBe("'/usr/bin/python3'\n");
       expect((await run(["daemon", "stop"], { home: h })).code).toBe(0);
       // Saved beside the snapshot, private: the environment may hold secrets.
-      expect(statSync(join(h, "snapshots", "p.spec.json")).mode & 0o777).toBe(0o600);
+      expect(statSync(join(h, "snapshots", "p", "spec.json")).mode & 0o777).toBe(0o600);
       // The next caller has another default interpreter, directory and environment.
       const back = await run(["-s", "p", "run", "sys.executable, f(2), os.getcwd(), os.environ.get('FOO')"], {
         home: h,

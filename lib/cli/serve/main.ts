@@ -25,12 +25,18 @@ export async function serve(ctx: CliContext, flags: ServeOptions): Promise<numbe
   const timeoutMs = flags.timeoutMs ?? (interactive ? 0 : config.timeoutMs);
   const maxOutputBytes = flags.maxOutputBytes ?? config.maxOutputBytes;
   const name = ctx.session();
-  const sessionFlags = { python: flags.python, timeoutMs, maxOutputBytes };
+  const sessionFlags = { ...ctx.sessionFlags(), python: flags.python, timeoutMs, maxOutputBytes };
   let session: Session;
   if (name !== undefined) {
     // A serve outlives supervisors (daemon stop, an upgrade, a crash): the session reconnects by
     // itself, and completion and the like are sent again when a supervisor's end cut them off.
-    session = await attach(name, { ...attachOptions(ctx, sessionFlags), layout: ctx.layout, resendSafeCalls: true });
+    session = await attach(name, {
+      ...attachOptions(ctx, sessionFlags),
+      layout: ctx.layout,
+      resendSafeCalls: true,
+      // The session keeps its own interpreter and sandbox: a different ask is said, not ignored.
+      onNotice: (text) => void process.stderr.write(`awrepl: ${text}\n`),
+    });
     // attach() makes no round trip; the first call creates the session, so a bad interpreter is
     // reported now, before the banner, and the banner can say which Python runs it.
     await session.isComplete("").catch(async (err) => {
