@@ -34,6 +34,8 @@ export type SnapshotRequest = {
   to?: "host";
   max_bytes?: number;
   max_variable_bytes?: number;
+  /** awrepl addition: a name that takes longer than this to pickle is skipped (pure-Python pickling; C code cannot be cut short). */
+  max_variable_ms?: number;
   /** Path mode only (a payload sent to the host may not be kept, so nothing is pruned). */
   prune_oversized?: boolean;
   /** With `to: "host"`: raw bytes per `data` event (default 256 KiB, at most 16 MiB). */

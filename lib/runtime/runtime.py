@@ -22,8 +22,8 @@ Requests (host -> runtime); (+) marks awrepl's additions to protocol v3:
     {"type":"interrupt"}  {"type":"interrupt","id":ID}          no done
     {"type":"host_reply","id":ID,"data":OBJ}                     no done
     {"type":"snapshot","id":ID,"path":STR,"manifest_path":STR,
-     "max_bytes":INT?,"max_variable_bytes":INT?,"prune_oversized":BOOL?}
-                                         done + saved, skipped, pruned, bytes
+     "max_bytes":INT?,"max_variable_bytes":INT?,"prune_oversized":BOOL?,
+     "max_variable_ms":INT?(+)}          done + saved, skipped, pruned, bytes
   + {"type":"snapshot","id":ID,"to":"host","max_bytes":INT?,"max_variable_bytes":INT?,
      "chunk_bytes":INT?}                       the payload streams back as data events (never
                                                whole in memory here); done + saved, skipped,
@@ -2551,7 +2551,7 @@ def _short_repr(v, limit=120):
 
 
 REPR_BUDGET_SECONDS = 0.1  # per value in variables/inspect: a lazy proxy must not stall a listing
-_repr_clock = (None, 0.0)  # main thread: (token of the repr running now, its start), else (None, 0)
+_repr_clock = (None, 0.0, 0.0)  # main thread: (token of the repr running now, its start, its budget)
 _repr_expired = None  # budget thread -> _on_sigint: the token whose budget ran out
 _repr_budget_for = None  # the request a budget thread watches
 
@@ -2567,8 +2567,8 @@ def _repr_budget(r):
     _block_sigint()
     sent = None
     while not r.done and _active is r:
-        tok, started = _repr_clock
-        if tok is not None and tok is not sent and _monotonic() - started > REPR_BUDGET_SECONDS:
+        tok, started, budget = _repr_clock
+        if tok is not None and tok is not sent and _monotonic() - started > budget:
             sent = tok
             _repr_expired = tok
             try:
@@ -2578,8 +2578,8 @@ def _repr_budget(r):
         _sleep(0.02)
 
 
-def _within_budget(r, fn, timed_out, interrupted):
-    """fn() inside a request, within REPR_BUDGET_SECONDS (pure-Python code; C code cannot be
+def _within_budget(r, fn, timed_out, interrupted, budget=REPR_BUDGET_SECONDS):
+    """fn() inside a request, within `budget` seconds (pure-Python code; C code cannot be
     broken): `timed_out` when the budget ran out. An interrupt aimed at the request ends it (the
     caller's KeyboardInterrupt), while a KeyboardInterrupt the user's code raises by itself gives
     `interrupted` for this one value."""
@@ -2587,7 +2587,7 @@ def _within_budget(r, fn, timed_out, interrupted):
     if r is not None and _use_signal and _repr_budget_for is not r:
         _repr_budget_for = r
         _thread.start_new_thread(_repr_budget, (r,))
-    _repr_clock = (object(), _monotonic())
+    _repr_clock = (object(), _monotonic(), budget)
     try:
         return fn()
     except _ReprTimedOut:
@@ -2597,7 +2597,7 @@ def _within_budget(r, fn, timed_out, interrupted):
             raise
         return interrupted
     finally:
-        _repr_clock = (None, 0.0)
+        _repr_clock = (None, 0.0, 0.0)
 
 
 _TIMED_OUT = "<repr timed out after %d ms>" % (REPR_BUDGET_SECONDS * 1000)
@@ -3496,6 +3496,7 @@ def _h_snapshot(r):
         raise _RequestFailed("snapshot needs string 'path' and 'manifest_path' (or 'to': 'host')")
     max_bytes = _int_field(r, "max_bytes")
     max_var = _int_field(r, "max_variable_bytes")
+    max_ms = _int_field(r, "max_variable_ms")  # a name slower to pickle is skipped, not the snapshot
     if not to_host:
         _check_manifest_target(manifest_path)  # before anything is written
     codec = _Codec()
@@ -3509,7 +3510,15 @@ def _h_snapshot(r):
             r.in_user = True  # user __reduce__ / __getstate__ run here: interruptible
             try:
                 _checkpoint(r)
-                kind, blob = codec.dumps(_ns[name])
+                if max_ms:
+                    dumped = _within_budget(r, lambda: codec.dumps(_ns[name]), "slow", "interrupted", max_ms / 1000.0)
+                    if type(dumped) is str:
+                        why = "took longer than %d ms to pickle" % max_ms if dumped == "slow" else "KeyboardInterrupt while pickling"
+                        skipped.append({"name": name, "reason": why})
+                        continue
+                    kind, blob = dumped
+                else:
+                    kind, blob = codec.dumps(_ns[name])
                 if codec.refs:
                     deps[name] = codec.refs
                     codec.needed.update(codec.refs)  # a _Private class is saved as support

@@ -67,7 +67,11 @@ export type ReplSessionOptions = SessionOptions & {
 };
 
 /** Per call: `timeoutMs` overrides the session's deadline for one snapshot or restore. */
-export type SnapshotCallOptions = { timeoutMs?: number };
+export type SnapshotCallOptions = {
+  timeoutMs?: number;
+  /** A name that takes longer than this to pickle is skipped (and listed), not the whole snapshot. */
+  maxVariableMs?: number;
+};
 
 export type ReplSessionInfo = {
   id: string;
@@ -325,7 +329,7 @@ export class ReplSession implements Session {
    * are over the size caps are listed in `skipped` with a reason; they never fail the snapshot.
    */
   snapshot(path?: string, options: SnapshotCallOptions = {}): Promise<SnapshotReport> {
-    return this.calls.add(() => this.snapshots.write(this.snapshotTarget(path), options.timeoutMs));
+    return this.calls.add(() => this.snapshots.write(this.snapshotTarget(path), options.timeoutMs, options.maxVariableMs));
   }
 
   /**

@@ -122,13 +122,13 @@ export class SessionSnapshots {
    * Saves the namespace to `target`, a path on this machine: written by the worker itself (`path`),
    * or streamed over the protocol and written here (`stream`).
    */
-  async write(target: string, timeoutMs?: number): Promise<SnapshotReport> {
+  async write(target: string, timeoutMs?: number, maxVariableMs?: number): Promise<SnapshotReport> {
     if (target === this.partlyRestored && existsSync(target)) {
       const aside = moveAside(target, "unrestored");
       if (aside) this.note(`The earlier snapshot of session ${this.id} held names this worker could not restore; it was kept as ${aside}.`);
       this.partlyRestored = null;
     }
-    const done = this.transfer === "stream" ? await this.writeStreamed(target, timeoutMs) : await this.writeByPath(target, timeoutMs);
+    const done = this.transfer === "stream" ? await this.writeStreamed(target, timeoutMs, maxVariableMs) : await this.writeByPath(target, timeoutMs, maxVariableMs);
     this.latest = target;
     // The state on disk is current again: an earlier failed stop snapshot no longer needs saying.
     if (isDefaultSnapshot(this.home, target)) clearUnsaved(this.home, this.id);
@@ -142,14 +142,15 @@ export class SessionSnapshots {
   }
 
   /** The caps every snapshot request carries (0 means no cap, as a timeout of 0 means none). */
-  private capped(request: Body<"snapshot">): Body<"snapshot"> {
+  private capped(request: Body<"snapshot">, maxVariableMs?: number): Body<"snapshot"> {
     if (this.caps.maxBytes > 0) request.max_bytes = this.caps.maxBytes;
     if (this.caps.maxVariableBytes > 0) request.max_variable_bytes = this.caps.maxVariableBytes;
+    if (maxVariableMs !== undefined && maxVariableMs > 0) request.max_variable_ms = maxVariableMs;
     return request;
   }
 
-  private async writeByPath(target: string, timeoutMs?: number): Promise<DoneEvent> {
-    const done = await this.request(this.capped({ type: "snapshot", path: target, manifest_path: manifestPath(target) }), { timeoutMs });
+  private async writeByPath(target: string, timeoutMs?: number, maxVariableMs?: number): Promise<DoneEvent> {
+    const done = await this.request(this.capped({ type: "snapshot", path: target, manifest_path: manifestPath(target) }, maxVariableMs), { timeoutMs });
     if (done.status !== "ok") throw new AwreplError("snapshot_failed", `Snapshot of session ${this.id} to ${target} failed: ${done.reason ?? "no reason given"}`);
     return done;
   }
@@ -160,7 +161,7 @@ export class SessionSnapshots {
    * sha256 are checked against the worker's `done`; then the file is renamed into place and its
    * manifest written beside it. A failure at any point leaves the previous file where it was.
    */
-  private async writeStreamed(target: string, timeoutMs?: number): Promise<DoneEvent> {
+  private async writeStreamed(target: string, timeoutMs?: number, maxVariableMs?: number): Promise<DoneEvent> {
     const failed = (why: string) => new AwreplError("snapshot_failed", `Snapshot of session ${this.id} to ${target} failed: ${why}`);
     checkManifestTarget(manifestPath(target));
     const file = new PayloadFile(target);
@@ -179,7 +180,7 @@ export class SessionSnapshots {
       },
     };
     try {
-      const done = await this.request(this.capped({ type: "snapshot", to: "host" }), {
+      const done = await this.request(this.capped({ type: "snapshot", to: "host" }, maxVariableMs), {
         timeoutMs,
         handlers,
         onSent: (worker, id) => (stop = () => worker.interrupt(id)),

@@ -71,7 +71,8 @@ export async function snapshotBeforeStop(
         return notSaved(options.home, name, "failed", `its running cell did not stop within ${Math.min(budgetMs, INTERRUPT_WAIT_MS)} ms of being interrupted (code in C)`);
       }
     }
-    const saving = session.snapshot().then(
+    // Each name gets a share of the budget: one slow to pickle is skipped (and listed), not the session.
+    const saving = session.snapshot(undefined, { maxVariableMs: Math.max(100, Math.floor(budgetMs / 4)) }).then(
       (r): StopSnapshot => ({ session: name, status: "saved", path: r.path, saved: r.saved.length, skipped: r.skipped, bytes: r.bytes }),
       (err: unknown): StopSnapshot => notSaved(options.home, name, "failed", (err as Error).message),
     );

@@ -62,6 +62,18 @@ describe("snapshot, restore, list_names", () => {
     for (const s of skipped) expect(s.reason.length).toBeGreaterThan(0);
   });
 
+  test("max_variable_ms: a name slower to pickle is skipped with that reason; the others are saved", async () => {
+    const rt = await Runtime.start();
+    await rt.exec("import time\nclass Slow:\n    def __reduce__(self):\n        time.sleep(20)\n        return (int, (1,))\nslow = Slow()\nkept = [1, 2]");
+    const started = Date.now();
+    const { done } = await snapshot(rt, { max_variable_ms: 200 });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(done.status).toBe("ok");
+    expect(done.saved).toContain("kept");
+    expect(done.skipped).toContainEqual({ name: "slow", reason: "took longer than 200 ms to pickle" });
+    expect((await rt.exec("kept")).result).toBe("[1, 2]"); // the namespace is untouched
+  });
+
   test("cell-defined functions: saved by dill, or skipped with a reason under pickle", async () => {
     const rt = await Runtime.start();
     await rt.exec("def double(x):\n    return 2 * x\nclass P:\n    def __init__(self): self.v = 7\np = P()");
