@@ -346,15 +346,19 @@ export class ReplSession implements Session {
     });
   }
 
-  /** Stops the worker (shutdown, then a kill after a short wait). Pending and later calls are refused. */
-  close(): Promise<void> {
+  /**
+   * Stops the worker (shutdown, then a kill after a short wait). Pending and later calls are refused.
+   * Its display files go with it, unless `keepFiles`: a host that closes a session it will bring back
+   * from its snapshot (a supervisor stopping or parking it) keeps the files whose paths it handed out.
+   */
+  close(options: { keepFiles?: boolean } = {}): Promise<void> {
     const slot = this.slot;
     if (slot.state === "closed") return slot.closing;
     const closing = (async () => {
       // A worker still starting is closed by its start (it finds the session closed).
       const worker = slot.state === "ready" ? slot.worker : slot.state === "starting" ? await slot.started.catch(() => null) : null;
       if (worker) await worker.close(Math.min(this.graceMs, 1000));
-      this.displays.remove();
+      if (!options.keepFiles) this.displays.remove();
     })();
     this.become({ state: "closed", closing });
     return closing;

@@ -20,6 +20,7 @@ import { processAlive } from "../core/process.ts";
 import type { NameFailure } from "../protocol/runtime.ts";
 import type { SessionSpec } from "../protocol/supervisor.ts";
 import { ensurePrivateDir } from "../settings/home.ts";
+import { displayFolder } from "./display.ts";
 
 /** What the runtime writes beside a payload (docs/protocol.md, "Snapshot and restore"). */
 export type SnapshotManifest = {
@@ -238,9 +239,9 @@ function sessionNamesWith(home: string, file: string): string[] {
 }
 
 /**
- * Removes session `name`'s default snapshot, manifest, spec and failure record (files kept aside
- * stay: nothing is deleted that awrepl once chose to keep). Resolves whether there was a snapshot or
- * a spec: whether the session was known.
+ * Removes session `name`'s default snapshot, manifest, spec and failure record, and its display files
+ * (files kept aside stay: nothing is deleted that awrepl once chose to keep). Resolves whether there
+ * was a snapshot or a spec: whether the session was known.
  */
 export function forgetSnapshot(home: string, name: string): boolean {
   migrateLegacyLayout(home);
@@ -251,6 +252,7 @@ export function forgetSnapshot(home: string, name: string): boolean {
   rmSync(specPath(home, name), { force: true });
   clearUnsaved(home, name);
   sweepTempFiles(path);
+  rmSync(displayFolder(home, name, false), { recursive: true, force: true });
   try {
     rmdirSync(sessionDir(home, name)); // only when empty
   } catch {

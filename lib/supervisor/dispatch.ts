@@ -324,11 +324,11 @@ async function closeSession(host: RequestHost, name: string, keep: boolean): Pro
   if (keep) {
     const [snapshot] = await snapshotBeforeStop(host.sessions.live().filter(([n]) => n === name), host.log, { home: host.layout.home, stop: "close --keep", record: false });
     if (snapshot && snapshot.status !== "saved") return { closed: false, forgot: false, snapshot };
-    const closed = await host.sessions.close(name);
+    const closed = await host.sessions.close(name, { keepFiles: true });
     return snapshot ? { closed, forgot: false, snapshot } : { closed, forgot: false };
   }
   const closed = await host.sessions.close(name);
-  const forgot = forgetClosedSession(host.layout.home, name, false);
+  const forgot = forgetClosedSession(host.layout.home, name);
   if (forgot) host.log(`session ${name}: snapshot forgotten`);
   return { closed, forgot };
 }
@@ -338,11 +338,11 @@ async function closeAllSessions(host: RequestHost, keep: boolean): Promise<{ clo
     const snapshots = await snapshotBeforeStop(host.sessions.live(), host.log, { home: host.layout.home, stop: "close --all --keep", record: false });
     const unsaved = new Set(snapshots.filter((s) => s.status !== "saved").map((s) => s.session));
     const closed: string[] = [];
-    for (const name of host.sessions.names.filter((n) => !unsaved.has(n))) if (await host.sessions.close(name)) closed.push(name);
+    for (const name of host.sessions.names.filter((n) => !unsaved.has(n))) if (await host.sessions.close(name, { keepFiles: true })) closed.push(name);
     return { closed, forgot: [], snapshots };
   }
   const closed = await host.sessions.closeAll();
-  const forgot = knownSessionNames(host.layout.home).filter((name) => forgetClosedSession(host.layout.home, name, false));
+  const forgot = knownSessionNames(host.layout.home).filter((name) => forgetClosedSession(host.layout.home, name));
   if (forgot.length) host.log(`snapshots forgotten: ${forgot.join(", ")}`);
   return { closed, forgot };
 }

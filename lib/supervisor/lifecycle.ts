@@ -112,7 +112,7 @@ export class Lifecycle {
       const unsaved = outcomes.filter(isUnsaved).map((o) => o.session);
       if (unsaved.length) log(`stopping with ${unsaved.length} session(s) NOT saved: ${unsaved.join(", ")}`);
       snapshotted(outcomes);
-      const closing = Promise.all([sessions.closeAll(), spares.closeAll()]);
+      const closing = Promise.all([sessions.closeAll({ keepFiles: true }), spares.closeAll()]);
       const timeout = new Promise((r) => setTimeout(r, CLOSE_WAIT_MS).unref());
       await Promise.race([closing, timeout]);
       for (const conn of connections) conn.end();

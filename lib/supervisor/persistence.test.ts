@@ -363,9 +363,8 @@ describe("the host's side (the supervisor's API)", () => {
     expect(lines).toContain("session busy: snapshot saved 1 name(s)");
     const again = await start(options, "busy");
     expect((await again.execute("b")).value).toBe("2");
-    expect(forgetClosedSession(fixture.tmp.home, "busy", true)).toBe(false);
     expect(existsSync(defaultSnapshotPath(fixture.tmp.home, "busy"))).toBe(true);
-    expect(forgetClosedSession(fixture.tmp.home, "busy", false)).toBe(true);
+    expect(forgetClosedSession(fixture.tmp.home, "busy")).toBe(true);
     expect(existsSync(defaultSnapshotPath(fixture.tmp.home, "busy"))).toBe(false);
   });
 

@@ -148,7 +148,7 @@ export function describeStopSnapshot(o: StopSnapshot, now = Date.now()): string 
   }
 }
 
-/** `close NAME` forgets the session's snapshot unless asked to keep it. Resolves whether one was removed. */
-export function forgetClosedSession(home: string, name: string, keep: boolean): boolean {
-  return keep ? false : forgetSnapshot(home, name);
+/** `close NAME` (without --keep) forgets the session: its snapshot, spec and display files. Resolves whether it was known. */
+export function forgetClosedSession(home: string, name: string): boolean {
+  return forgetSnapshot(home, name);
 }

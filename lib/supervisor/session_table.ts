@@ -262,11 +262,14 @@ export class SessionTable {
   async closeIfIdle(name: string): Promise<boolean> {
     const entry = this.entries.get(name);
     if (!entry || entry.running || entry.queue.length > 0 || entry.session?.busy) return false;
-    return this.close(name);
+    return this.close(name, { keepFiles: true });
   }
 
-  /** Ends a session's worker. Its queued calls fail; its running call ends with the worker. */
-  async close(name: string): Promise<boolean> {
+  /**
+   * Ends a session's worker. Its queued calls fail; its running call ends with the worker. With
+   * `keepFiles` (the session comes back from its snapshot) its display files stay.
+   */
+  async close(name: string, options: { keepFiles?: boolean } = {}): Promise<boolean> {
     const entry = this.entries.get(name);
     if (!entry) return false;
     entry.closed = true;
@@ -280,13 +283,13 @@ export class SessionTable {
     this.wake(entry);
     this.log(`session ${name}: closing`);
     this.onChange();
-    await entry.session?.close();
+    await entry.session?.close(options);
     return true;
   }
 
-  async closeAll(): Promise<string[]> {
+  async closeAll(options: { keepFiles?: boolean } = {}): Promise<string[]> {
     const names = this.names;
-    await Promise.all(names.map((n) => this.close(n)));
+    await Promise.all(names.map((n) => this.close(n, options)));
     return names;
   }
 

@@ -89,6 +89,20 @@ describe("plots from the shell", () => {
       expect(existsSync(join(home, "display", "a"))).toBe(false);
       expect(existsSync(path(b.display[0], "image/png"))).toBe(true);
     }));
+
+  test("a session that comes back from its snapshot keeps its files: daemon stop and close --keep leave them, close removes them", () =>
+    withHome(async (home) => {
+      const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+      const first = await json(["-s", "k", "run", `import awrepl\nawrepl.emit({'image/png': '${png}'})\nx = 1`], home);
+      const file = path(first.display[0], "image/png");
+      expect((await run(["daemon", "stop"], { home })).code).toBe(0);
+      expect(existsSync(file)).toBe(true);
+      expect((await json(["-s", "k", "run", "x"], home)).value).toBe("1"); // restored, files and all
+      expect((await run(["close", "--keep", "k"], { home })).code).toBe(0);
+      expect(existsSync(file)).toBe(true);
+      expect((await run(["close", "k"], { home })).code).toBe(0);
+      expect(existsSync(file)).toBe(false);
+    }), 60_000);
 });
 
 describe("--display-dir", () => {
