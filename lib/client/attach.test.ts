@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { attach, closeSession, collectResult, daemonStatus, interruptSession, listSessions, stopDaemon } from "./attach.ts";
 import { AwreplError } from "../core/errors.ts";
 import { processAlive } from "../core/process.ts";
+import { specPath } from "../session/snapshot_files.ts";
 import { socketPath } from "../settings/home.ts";
 
 const PYTHON = process.env.AWREPL_TEST_PYTHON ?? "/usr/bin/python3";
@@ -223,11 +224,11 @@ describe("attach", () => {
     await using s = await attach("nowhere", { home: h, python: PYTHON, cwd: missing });
     const err = await s.execute("1").catch((e: unknown) => e);
     expect(err).toMatchObject({ code: "usage", message: `The working directory ${JSON.stringify(missing)} does not exist` });
-    expect(existsSync(join(h, "snapshots", "nowhere.spec.json"))).toBe(false);
+    expect(existsSync(specPath(h, "nowhere"))).toBe(false);
     // The same name with a directory that exists works, and only then is its spec saved.
     await using ok = await attach("nowhere", { home: h, python: PYTHON, cwd: h });
     expect((await ok.execute("import os; os.getcwd()")).value).toBe(JSON.stringify(h).replace(/"/g, "'"));
-    expect(existsSync(join(h, "snapshots", "nowhere.spec.json"))).toBe(true);
+    expect(existsSync(specPath(h, "nowhere"))).toBe(true);
   });
 
   test("a bad session name is a usage error before anything is started", async () => {
