@@ -17,26 +17,18 @@ import { writeFileAtomic } from "../core/files.ts";
 import { basename, dirname, join } from "node:path";
 import { SESSION_NAME } from "../core/names.ts";
 import { processAlive } from "../core/process.ts";
-import type { NameFailure } from "../protocol/runtime.ts";
+import type { WireManifest } from "../protocol/runtime.ts";
 import type { SessionSpec } from "../protocol/supervisor.ts";
 import { ensurePrivateDir } from "../settings/home.ts";
 import { displayFolder } from "./display.ts";
 
-/** What the runtime writes beside a payload (docs/protocol.md, "Snapshot and restore"). */
-export type SnapshotManifest = {
-  version: number;
-  savedNames: string[];
-  skipped: NameFailure[];
-  pruned: string[];
-  /** Size of the payload it describes: a payload of another size was written after this manifest. */
-  bytes: number;
-  pythonVersion: string;
-  /** Seconds since the epoch. */
-  timestamp: number;
-  serializer?: "dill" | "pickle";
-  /** SHA-256 of the payload, hex (written by the host for a snapshot that travelled over the protocol). */
-  sha256?: string;
-};
+/**
+ * What the runtime writes beside a payload (docs/protocol.md, "Snapshot and restore"): the manifest of
+ * the protocol, read leniently (older files lack the newer fields), plus the payload's SHA-256, which
+ * the host writes for a snapshot that travelled over the protocol.
+ */
+export type SnapshotManifest = Pick<WireManifest, "version" | "savedNames" | "skipped" | "pruned" | "bytes" | "pythonVersion" | "timestamp"> &
+  Partial<Pick<WireManifest, "serializer" | "serializers" | "support">> & { sha256?: string };
 
 const PAYLOAD = "snapshot.pkl";
 const SPEC = "spec.json";
