@@ -1,36 +1,38 @@
 // Writing to stdout/stderr from a command that ends with process.exit(). Under Bun a write to a pipe
-// returns before the bytes reach the OS, and process.exit() drops what is still queued (measured:
-// 3 MB written, 64 KiB arrived), while `writableLength` and `writableNeedDrain` stay 0. Only a write's
-// own callback (or promise) says when it is done. So every write is tracked, and main() waits for the
-// last one of each stream before exiting.
+// through process.stdout returns before the bytes reach the OS, and process.exit() drops what is still
+// queued (measured: 3 MB written, 64 KiB arrived), while `writableLength` and `writableNeedDrain` stay
+// 0. Only a write's own callback (or promise) says when it is done. So every write is tracked, and
+// main() waits for the last one of each stream before exiting.
 //
 // Two ways to write, one order:
-// - writeStream() (run's output, every error line): under Bun, straight to the file descriptor.
-//   Merely touching process.stdout or process.stderr under Bun builds a Node stream, which costs
-//   2.5–4 ms of a ~14 ms warm `awrepl -s s run "1+1"`. A write(2) that takes everything at once is
-//   the common case and needs no event-loop turn; what a full pipe (EAGAIN) or a partial write leaves
-//   goes through Bun.write, which waits for the reader. Elsewhere (Node), process.stdout/stderr.
+// - writeStream() (run's output, every error line, the fast paths): under Bun, through a FileSink of
+//   the file descriptor (Bun.stdout.writer()). Merely touching process.stdout or process.stderr under
+//   Bun builds a Node stream, which costs ~8 ms of CPU per start, and node:fs (for writeSync) ~1 ms.
+//   The sink writes at once what the descriptor takes (the common case: no event-loop turn) and keeps
+//   the rest, in order, until the reader takes it (its flush() promise); and it keeps the order when
+//   stdout and stderr are one regular file (`>log 2>&1`), which Bun.write does not (Bun.write writes a
+//   regular file from a thread pool). Elsewhere (Node), process.stdout/stderr.
 // - trackStdio() wraps process.stdout/stderr.write for the commands that use the Node streams
-//   (commander's help, the supervisor commands, serve). main() installs it only off the fast path.
-// A write of either kind made while a write of the other kind is still in flight waits for it, so
-// text reaches the OS in the order it was written.
+//   (commander, serve, mcp). main() installs it only off the fast paths; writeStream() then writes
+//   through the Node streams too, so one queue keeps the order.
 //
 // A reader that goes away (`awrepl run ... | head -1`: EPIPE) is not an error of the cell: later
 // output to that stream is dropped quietly and the exit status stays the command's.
-
-import { writeSync } from "node:fs";
+import type { FileSink } from "bun";
 
 type StreamName = "stdout" | "stderr";
 type Write = (chunk: unknown, encoding?: unknown, callback?: unknown) => boolean;
 
 /** Resolves when the latest write of each stream (of either kind) is done. */
 const last: Record<StreamName, Promise<void>> = { stdout: Promise.resolve(), stderr: Promise.resolve() };
-/** Writes in flight per stream, by kind. */
-const inFlight = { native: { stdout: 0, stderr: 0 }, node: { stdout: 0, stderr: 0 } };
+/** writeStream()'s writes still waiting for their reader, per stream. */
+const nativeInFlight: Record<StreamName, number> = { stdout: 0, stderr: 0 };
 const closed = new Set<StreamName>();
 let installed = false;
 
 const bun = typeof Bun !== "undefined" ? Bun : undefined;
+/** Under Bun, writeStream()'s writers (made on first use). */
+const sinks: Partial<Record<StreamName, FileSink>> = {};
 
 function target(name: StreamName): NodeJS.WriteStream {
   return name === "stdout" ? process.stdout : process.stderr;
@@ -51,11 +53,9 @@ export function trackStdio(): void {
         if (typeof cb === "function") queueMicrotask(() => cb());
         return true;
       }
-      inFlight.node[name]++;
       let done: () => void = () => {};
       const written = new Promise<void>((resolve) => (done = resolve));
       const finish = (err?: Error | null) => {
-        inFlight.node[name]--;
         if (err) streamFailed(name, err);
         done();
         if (typeof cb === "function") cb(err);
@@ -68,7 +68,7 @@ export function trackStdio(): void {
           return true;
         }
       };
-      if (inFlight.native[name] === 0) {
+      if (nativeInFlight[name] === 0) {
         last[name] = written;
         return write();
       }
@@ -94,35 +94,26 @@ export function writeStream(name: StreamName, text: string): Promise<void> {
     target(name).write(text);
     return last[name];
   }
-  let rest: string | Uint8Array = text;
-  if (inFlight.native[name] === 0 && inFlight.node[name] === 0) {
-    const bytes = Buffer.from(text);
-    let n = 0;
-    try {
-      n = writeSync(name === "stdout" ? 1 : 2, bytes);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code !== "EAGAIN" && code !== "EWOULDBLOCK") {
-        streamFailed(name, err);
-        return last[name];
-      }
-    }
-    if (n >= bytes.length) return last[name];
-    rest = bytes.subarray(n);
+  const sink = (sinks[name] ??= (name === "stdout" ? bun.stdout : bun.stderr).writer());
+  let waits: Promise<number>[];
+  try {
+    // Each returns a promise when the descriptor did not take everything at once (it then rejects
+    // if the reader goes away before it does).
+    waits = [sink.write(text), sink.flush()].filter((w): w is Promise<number> => typeof w !== "number");
+  } catch (err) {
+    streamFailed(name, err);
+    return last[name];
   }
-  inFlight.native[name]++;
-  const write = (): Promise<void> =>
-    closed.has(name)
-      ? Promise.resolve()
-      : bun.write(name === "stdout" ? bun.stdout : bun.stderr, rest).then(
-          () => {},
-          (err: unknown) => streamFailed(name, err),
-        );
-  const done = () => {
-    inFlight.native[name]--;
-  };
-  const busy = inFlight.native[name] > 1 || inFlight.node[name] > 0;
-  last[name] = (busy ? last[name].then(write) : write()).then(done);
+  if (waits.length === 0) return last[name]; // all of it is with the OS
+  // The rest waits in the sink (later writes queue behind it there) until the reader takes it.
+  nativeInFlight[name]++;
+  const done = Promise.all(waits).then(
+    () => {},
+    (err: unknown) => streamFailed(name, err),
+  );
+  last[name] = Promise.all([last[name], done]).then(() => {
+    nativeInFlight[name]--;
+  });
   return last[name];
 }
 
