@@ -67,7 +67,7 @@ async function mcpCommand(ctx: CliContext, flags: McpFlags, python: string | und
   if (flags.cwd !== undefined) {
     const dir = resolve(ctx.cwd, flags.cwd);
     if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) throw usageError(`--cwd ${JSON.stringify(flags.cwd)} is not a directory`);
-    settings = { ...resolveSettings(ctx.env, dir), session: ctx.session, sessionFlags: ctx.sessionFlags };
+    settings = { ...(await resolveSettings(ctx.env, dir)), session: ctx.session, sessionFlags: ctx.sessionFlags };
     for (const notice of settings.config().notices ?? []) process.stderr.write(`awrepl: ${notice}\n`);
   }
   const config = settings.config(); // (the program's context says its notices itself)

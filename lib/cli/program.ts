@@ -7,6 +7,7 @@
 import type { Command, CommanderError } from "commander";
 import { AwreplError, type ErrorCode, ExitCode, usageError } from "../core/errors.ts";
 import { checkSessionName } from "../core/names.ts";
+import { resolveSettings } from "../settings/context.ts";
 import type { CliContext } from "./context.ts";
 import { countOption } from "./options.ts";
 import { type RunArgs, parseFastRun, runCommand } from "./run.ts";
@@ -50,16 +51,15 @@ raised, 2 usage error, 124 timeout, 125 awrepl failed, 130 interrupted.
 `;
 
 /**
- * The context every command gets: the settings, resolved here once (the config itself is read when a
- * command first asks), and the session the global options name.
+ * The context every command gets: the settings, resolved here once (a config error is reported when
+ * a command first asks for the config), and the session the global options name.
  */
 export async function makeContext(
   flagSession: () => string | undefined,
   env: NodeJS.ProcessEnv,
   sessionFlags: () => SandboxFlags & { python?: string } = () => ({}),
 ): Promise<CliContext> {
-  const { resolveSettings } = await import("../settings/context.ts");
-  const settings = resolveSettings(env);
+  const settings = await resolveSettings(env);
   let told = false;
   return {
     ...settings,

@@ -1,22 +1,25 @@
 // `awrepl run`: read the cell, run it in an ephemeral worker (no session) or in a supervisor-held
 // session (--session / AWREPL_SESSION), stream its output, render the result, return the exit status.
 //
-// This module is on the hot path (`awrepl -s s run "1+1"`), so it imports nothing heavy at the top:
-// the session, the client and the config loader are loaded when the call needs them, and
-// parseFastRun lets main() skip building the commander program for a well-formed `run` command.
-import { resolve } from "node:path";
+// This module is on the hot path (`awrepl -s s run "1+1"`), so it imports no node: module and nothing
+// heavy at the top: the client it needs for a named session is imported statically (a dynamic import
+// costs a module load and promise turns of its own), the in-process session of an ephemeral run is
+// loaded when one is needed, and parseFastRun lets main() skip building the commander program for a
+// well-formed `run` command.
+import { attach, connectEarly, type RemoteExecuteOptions, type RemoteSession } from "../client/attach.ts";
 import { ExitCode, exitCodeForStatus, usageError } from "../core/errors.ts";
+import { resolvePath as resolve } from "../core/fastio.ts";
 import { parseCount } from "../core/limits.ts";
 import { killGroup } from "../core/process.ts";
 import { SESSION_NAME } from "../core/names.ts";
 import type { ExecResult } from "../protocol/result.ts";
-import type { RemoteExecuteOptions, RemoteSession } from "../client/attach.ts";
 import type { ReplSession } from "../session/session.ts";
 import type { CliContext } from "./context.ts";
 import type { SandboxFlags } from "./session_options.ts";
 import { readCell } from "./input.ts";
 import { LiveEcho, renderJson, renderText, useColor, writeRendered } from "./render.ts";
 import { watchCtrlC } from "./ctrl_c.ts";
+import { attachOptions, ownSessionOptions } from "./session_options.ts";
 import { writeStream } from "./stdio.ts";
 
 export type RunArgs = {
@@ -39,12 +42,12 @@ const EPHEMERAL_ID = "run";
 export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number> {
   const name = ctx.session();
   // A named session: connect (and say hello) now, while the cell and the config are read.
-  const client = name === undefined ? undefined : connectClient(ctx);
+  const early = name === undefined ? undefined : connectEarly({ clientEnv: ctx.env, layout: ctx.layout });
   let code: string;
   try {
     code = await readCell({ code: args.code, file: args.file });
   } catch (err) {
-    void client?.then(({ early }) => early.conn.then((c) => c?.close(), () => {}));
+    void early?.conn.then((c) => c?.close(), () => {});
     throw err;
   }
   const flags = { ...ctx.sessionFlags(), python: args.python, timeoutMs: args.timeoutMs, maxOutputBytes: args.maxOutputBytes, autosave: args.autosave };
@@ -89,10 +92,9 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
   let session: ReplSession | RemoteSession | undefined;
   try {
     if (name !== undefined) {
-      const [{ attach, early }, { attachOptions }] = await Promise.all([client as ReturnType<typeof connectClient>, import("./session_options.ts")]);
       session = await attach(name, attachOptions(ctx, flags), early);
     } else {
-      const [{ ReplSession }, { ownSessionOptions }] = await Promise.all([import("../session/session.ts"), import("./session_options.ts")]);
+      const { ReplSession } = await import("../session/session.ts");
       // Its display files outlive it (bounded by the caps): the paths printed below must still open.
       session = ephemeral = await ReplSession.start(EPHEMERAL_ID, { ...ownSessionOptions(ctx, flags), keepDisplayFiles: true });
     }
@@ -136,11 +138,6 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
     // close() ends an ephemeral worker; for a named session it only detaches (the session stays).
     await session?.close();
   }
-}
-
-async function connectClient(ctx: CliContext) {
-  const { attach, connectEarly } = await import("../client/attach.ts");
-  return { attach, early: connectEarly({ clientEnv: ctx.env, layout: ctx.layout }) };
 }
 
 /** The result of an ephemeral cell whose worker was ended because it ignored Ctrl-C. */

@@ -3,14 +3,13 @@
 // a shell (`awrepl -s name run ...`) share one live namespace, and where the library's camelCase
 // options become the protocol's snake_case requests. Plus the calls behind `sessions`, `close` and
 // `daemon`. Each entry point resolves the state directory's layout once (layoutOf) and passes it down.
-// Keep this module's imports small: it is on the CLI's hot path.
-import { existsSync } from "node:fs";
-import { join } from "node:path";
+// Keep this module's imports small and free of node: modules: it is on the CLI's hot path.
 import { SupervisorConnection } from "./connection.ts";
 import { connectFast, connectSupervisor } from "./start.ts";
 import { processAlive } from "../core/process.ts";
 import { AwreplError } from "../core/errors.ts";
 import { answerHostRequest } from "../core/host_bridge.ts";
+import { fileExists as existsSync, joinPath as join } from "../core/fastio.ts";
 import { checkSessionName } from "../core/names.ts";
 import type { RawText } from "../wire/output_frames.ts";
 import type { CollectValue, DaemonStatus, RequestId, SessionInfo, SessionSpec, StopSnapshot } from "../protocol/supervisor.ts";

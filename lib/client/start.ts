@@ -1,11 +1,12 @@
 // Finding the supervisor, and starting it when nobody answers: the same executable re-executed
 // detached with the hidden `__supervisor` subcommand. Many clients may start it at once; the
 // supervisor's start-up lock lets exactly one survive, and every client polls until the socket answers.
-import { closeSync, existsSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+// On the CLI's hot path (a warm call only connects): node:fs and the start-up lock load only where a
+// supervisor is started.
 import { SupervisorConnection } from "./connection.ts";
 import { AwreplError } from "../core/errors.ts";
+import { builtin, fileExists as existsSync } from "../core/fastio.ts";
 import { ensurePrivateDir, type HomeLayout } from "../settings/home.ts";
-import { lockHolder } from "../supervisor/start_lock.ts";
 import { processAlive } from "../core/process.ts";
 import { isCompiled } from "../core/version.ts";
 
@@ -77,7 +78,7 @@ async function startAndConnect(layout: HomeLayout, env: NodeJS.ProcessEnv): Prom
   ensurePrivateDir(layout.home);
   let exited: number | null = null;
   let spawnError: { command: string; error: Error } | null = null;
-  if (!startInProgress(layout)) {
+  if (!(await startInProgress(layout))) {
     const { child, command } = await spawnSupervisor(layout, env);
     child.once("exit", (code) => {
       exited = code ?? 1;
@@ -112,16 +113,18 @@ async function startAndConnect(layout: HomeLayout, env: NodeJS.ProcessEnv): Prom
 }
 
 /** True when another client's supervisor is starting right now (a live starter holds the lock). */
-function startInProgress(layout: HomeLayout): boolean {
+async function startInProgress(layout: HomeLayout): Promise<boolean> {
+  const { lockHolder } = await import("../supervisor/start_lock.ts");
   return lockHolder(layout.lock) !== null;
 }
 
 /** Starts the supervisor; node:child_process, node:url and node:module load only here, off the warm path. */
 async function spawnSupervisor(layout: HomeLayout, env: NodeJS.ProcessEnv) {
-  const [{ spawn }, { fileURLToPath }, { createRequire }] = await Promise.all([
+  const [{ spawn }, { fileURLToPath }, { createRequire }, { closeSync }] = await Promise.all([
     import("node:child_process"),
     import("node:url"),
     import("node:module"),
+    import("node:fs"),
   ]);
   rotateLog(layout.log);
   const require = createRequire(import.meta.url);
@@ -148,6 +151,7 @@ async function spawnSupervisor(layout: HomeLayout, env: NodeJS.ProcessEnv) {
  * rather than as a supervisor that exits without a word.
  */
 function openLog(path: string): number {
+  const { closeSync, openSync, rmSync, writeSync } = builtin("node:fs");
   const existed = existsSync(path);
   let fd: number | null = null;
   try {
@@ -164,7 +168,7 @@ function openLog(path: string): number {
 /** ": <the log's last line>", what a supervisor that failed to start said last, or "" when it said nothing. */
 function lastLogLine(path: string): string {
   try {
-    const text = readFileSync(path, "utf8");
+    const text = builtin("node:fs").readFileSync(path, "utf8");
     const line = text.trimEnd().split("\n").at(-1)?.trim() ?? "";
     return line && !line.includes("client: starting the supervisor") ? `: ${line.slice(0, 300)}` : "";
   } catch {
@@ -173,6 +177,7 @@ function lastLogLine(path: string): string {
 }
 
 function rotateLog(log: string): void {
+  const { renameSync, statSync } = builtin("node:fs");
   try {
     if (statSync(log).size > LOG_ROTATE_BYTES) renameSync(log, `${log}.1`);
   } catch {

@@ -1,7 +1,8 @@
 // Processes seen from the host: is one alive, and ending a whole process group at once (a worker and
 // everything its cells started). Light on imports: the CLI's hot path loads it.
+// (node:fs is loaded where it is used, not at the top: lib/core/fastio.ts says what it costs.)
 import type { ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { builtin } from "./fastio.ts";
 
 /** True while `pid` runs. A zombie (exited, not yet reaped: a detached supervisor's parent is init,
  * which may reap slowly) counts as gone. */
@@ -13,7 +14,7 @@ export function processAlive(pid: number): boolean {
   }
   if (process.platform !== "linux") return true;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    const stat = builtin("node:fs").readFileSync(`/proc/${pid}/stat`, "latin1");
     return stat.charAt(stat.lastIndexOf(")") + 2) !== "Z";
   } catch {
     return false;

@@ -1,6 +1,6 @@
 // Which awrepl this is: the package version, the client <-> supervisor protocol version, and which
 // build of the executable (so a rebuilt binary of the same version is told apart in the log).
-import { statSync } from "node:fs";
+import { statFile } from "./fastio.ts";
 import pkg from "../../package.json" with { type: "json" };
 
 /** Bumped whenever a client <-> supervisor message changes shape (docs/supervisor-protocol.md, "Versions"). */
@@ -26,8 +26,12 @@ let build: string | undefined;
 export function buildId(): string {
   if (build === undefined) {
     try {
-      const st = isCompiled() ? statSync(process.execPath) : null;
-      build = st ? `${st.size}-${Math.round(st.mtimeMs)}` : "source";
+      // fastio, not node:fs: the CLI's hello carries the build (lib/core/fastio.ts says what node:fs costs).
+      if (!isCompiled()) build = "source";
+      else {
+        const st = statFile(process.execPath);
+        build = st ? `${st.size}-${Math.round(st.mtimeMs)}` : "unknown";
+      }
     } catch {
       build = "unknown";
     }

@@ -24,11 +24,11 @@ function setup(user?: string, project?: string) {
 }
 
 describe("loadConfig", () => {
-  test("built-ins apply when there are no files and no environment", () => {
-    expect(loadConfig(setup())).toEqual(builtinConfig);
+  test("built-ins apply when there are no files and no environment", async () => {
+    expect(await loadConfig(setup())).toEqual(builtinConfig);
   });
 
-  test("comments and trailing commas are accepted; project beats user beats built-ins", () => {
+  test("comments and trailing commas are accepted; project beats user beats built-ins", async () => {
     const { cwd, env } = setup(
       `{
         // the user's defaults
@@ -36,64 +36,61 @@ describe("loadConfig", () => {
       }`,
       `{ "timeoutMs": 2000, }`,
     );
-    const config = loadConfig({ cwd, env });
+    const config = await loadConfig({ cwd, env });
     expect(config.timeoutMs).toBe(2000);
     expect(config.maxOutputBytes).toBe(10);
     expect(config.python).toBe("/usr/bin/python3");
     expect(config.graceMs).toBe(builtinConfig.graceMs);
   });
 
-  test("the environment beats both files", () => {
+  test("the environment beats both files", async () => {
     const { cwd, env } = setup(`{"timeoutMs": 1000}`, `{"timeoutMs": 2000, "autosave": false}`);
-    const config = loadConfig({ cwd, env: { ...env, AWREPL_TIMEOUT_MS: "3000", AWREPL_AUTOSAVE: "1" } });
+    const config = await loadConfig({ cwd, env: { ...env, AWREPL_TIMEOUT_MS: "3000", AWREPL_AUTOSAVE: "1" } });
     expect(config.timeoutMs).toBe(3000);
     expect(config.autosave).toBe(true);
   });
 
-  test("a malformed file is a usage error naming the file and the place", () => {
+  test("a malformed file is a usage error naming the file and the place", async () => {
     const { cwd, env } = setup(undefined, `{\n  "timeoutMs": 10\n  "graceMs": 5\n}`);
-    expect(() => loadConfig({ cwd, env })).toThrow(/awrepl\.jsonc is not valid JSONC: unexpected .* at line 3, column 3/);
-    try {
-      loadConfig({ cwd, env });
-    } catch (err) {
-      expect((err as { exitCode: number }).exitCode).toBe(2);
-    }
+    await expect(loadConfig({ cwd, env })).rejects.toThrow(/awrepl\.jsonc is not valid JSONC: unexpected .* at line 3, column 3/);
+    const err: unknown = await loadConfig({ cwd, env }).catch((e: unknown) => e);
+    expect((err as { exitCode: number }).exitCode).toBe(2);
   });
 
-  test("unknown keys and wrong types are named", () => {
-    expect(() => loadConfig(setup(`{"timeout": 5}`))).toThrow(/Unknown config key "timeout"/);
-    expect(() => loadConfig(setup(`{"timeoutMs": "5"}`))).toThrow(/"timeoutMs" .* must be a non-negative number, not "5"/);
-    expect(() => loadConfig(setup(`[1]`))).toThrow(/must be a JSON object/);
+  test("unknown keys and wrong types are named", async () => {
+    await expect(loadConfig(setup(`{"timeout": 5}`))).rejects.toThrow(/Unknown config key "timeout"/);
+    await expect(loadConfig(setup(`{"timeoutMs": "5"}`))).rejects.toThrow(/"timeoutMs" .* must be a non-negative number, not "5"/);
+    await expect(loadConfig(setup(`[1]`))).rejects.toThrow(/must be a JSON object/);
   });
 
-  test("a duration a timer cannot hold is refused, not left to fire at once", () => {
-    expect(() => loadConfig(setup(`{"idleExitMs": 3000000000}`))).toThrow(/"idleExitMs" .* must be at most 2147483647 ms/);
+  test("a duration a timer cannot hold is refused, not left to fire at once", async () => {
+    await expect(loadConfig(setup(`{"idleExitMs": 3000000000}`))).rejects.toThrow(/"idleExitMs" .* must be at most 2147483647 ms/);
     const { cwd, env } = setup();
-    expect(() => loadConfig({ cwd, env: { ...env, AWREPL_TIMEOUT_MS: "3000000000" } })).toThrow(/at most 2147483647 ms/);
+    await expect(loadConfig({ cwd, env: { ...env, AWREPL_TIMEOUT_MS: "3000000000" } })).rejects.toThrow(/at most 2147483647 ms/);
   });
 
-  test("a bad number in the environment names the variable and the value", () => {
+  test("a bad number in the environment names the variable and the value", async () => {
     const { cwd, env } = setup();
-    expect(() => loadConfig({ cwd, env: { ...env, AWREPL_TIMEOUT_MS: "abc" } })).toThrow(
+    await expect(loadConfig({ cwd, env: { ...env, AWREPL_TIMEOUT_MS: "abc" } })).rejects.toThrow(
       'AWREPL_TIMEOUT_MS must be a non-negative number of milliseconds, not "abc"',
     );
   });
 });
 
 describe("a project file's interpreter needs trust", () => {
-  test("ignored with a notice until `awrepl trust`; an edit needs trusting again; limits need no trust", () => {
+  test("ignored with a notice until `awrepl trust`; an edit needs trusting again; limits need no trust", async () => {
     const { cwd, env } = setup(`{"python": "/usr/bin/python3"}`, `{"python": "./planted.sh", "timeoutMs": 1234}`);
     const home = env.AWREPL_HOME as string;
-    const untrusted = loadConfig({ cwd, env });
+    const untrusted = await loadConfig({ cwd, env });
     expect(untrusted.python).toBe("/usr/bin/python3"); // the user's own file still counts
     expect(untrusted.timeoutMs).toBe(1234);
     expect(untrusted.notices?.[0]).toContain(`ignoring "python" in ${join(cwd, "awrepl.jsonc")}: it is not trusted`);
     trust(home, join(cwd, "awrepl.jsonc"));
-    const trusted = loadConfig({ cwd, env });
+    const trusted = await loadConfig({ cwd, env });
     expect(trusted.python).toBe("./planted.sh");
     expect(trusted.notices).toBeUndefined();
     writeFileSync(join(cwd, "awrepl.jsonc"), `{"python": "./other.sh"}`);
-    const changed = loadConfig({ cwd, env });
+    const changed = await loadConfig({ cwd, env });
     expect(changed.python).toBe("/usr/bin/python3");
     expect(changed.notices?.[0]).toContain("it changed since you trusted it");
     expect(revoke(home, join(cwd, "awrepl.jsonc"))).toBe(true);
@@ -102,33 +99,33 @@ describe("a project file's interpreter needs trust", () => {
 });
 
 describe("the sandbox key", () => {
-  test("true is the default profile, an object is checked field by field, relative paths are the file's directory's", () => {
-    expect(loadConfig(setup(`{"sandbox": true}`)).sandbox).toEqual({});
-    expect(loadConfig(setup(`{"sandbox": false}`)).sandbox).toBe(false);
+  test("true is the default profile, an object is checked field by field, relative paths are the file's directory's", async () => {
+    expect((await loadConfig(setup(`{"sandbox": true}`))).sandbox).toEqual({});
+    expect((await loadConfig(setup(`{"sandbox": false}`))).sandbox).toBe(false);
     const { cwd, env } = setup(undefined, `{"sandbox": {"network": true, "env": ["HF_TOKEN"], "writable": ["out", "/abs"]}}`);
     trust(env.AWREPL_HOME as string, join(cwd, "awrepl.jsonc"));
-    expect(loadConfig({ cwd, env }).sandbox).toEqual({ network: true, env: ["HF_TOKEN"], writable: [join(cwd, "out"), "/abs"] });
-    expect(() => loadConfig(setup(`{"sandbox": "yes"}`))).toThrow(/"sandbox" .* must be true, false or an object/);
-    expect(() => loadConfig(setup(`{"sandbox": {"env": ["A B"]}}`))).toThrow(/has "env" \["A B"\]: it must be a list of environment variable names/);
-    expect(() => loadConfig(setup(`{"sandbox": {"network": 1}}`))).toThrow(/has "network" 1/);
-    expect(() => loadConfig(setup(`{"sandbox": {"seccomp": true}}`))).toThrow(/unknown field "seccomp"/);
-    expect(() => loadConfig(setup(`{"sandbox": {"writable": ["/"]}}`))).toThrow(/whole filesystem writable/);
+    expect((await loadConfig({ cwd, env })).sandbox).toEqual({ network: true, env: ["HF_TOKEN"], writable: [join(cwd, "out"), "/abs"] });
+    await expect(loadConfig(setup(`{"sandbox": "yes"}`))).rejects.toThrow(/"sandbox" .* must be true, false or an object/);
+    await expect(loadConfig(setup(`{"sandbox": {"env": ["A B"]}}`))).rejects.toThrow(/has "env" \["A B"\]: it must be a list of environment variable names/);
+    await expect(loadConfig(setup(`{"sandbox": {"network": 1}}`))).rejects.toThrow(/has "network" 1/);
+    await expect(loadConfig(setup(`{"sandbox": {"seccomp": true}}`))).rejects.toThrow(/unknown field "seccomp"/);
+    await expect(loadConfig(setup(`{"sandbox": {"writable": ["/"]}}`))).rejects.toThrow(/whole filesystem writable/);
     const e = setup();
-    expect(loadConfig({ cwd: e.cwd, env: { ...e.env, AWREPL_SANDBOX: "1" } }).sandbox).toEqual({});
-    expect(loadConfig({ cwd: e.cwd, env: { ...e.env, AWREPL_SANDBOX: "0" } }).sandbox).toBe(false);
+    expect((await loadConfig({ cwd: e.cwd, env: { ...e.env, AWREPL_SANDBOX: "1" } })).sandbox).toEqual({});
+    expect((await loadConfig({ cwd: e.cwd, env: { ...e.env, AWREPL_SANDBOX: "0" } })).sandbox).toBe(false);
   });
 
-  test("a project file may switch the default sandbox on freely, but loosening it (off, network, env, paths) needs trust", () => {
+  test("a project file may switch the default sandbox on freely, but loosening it (off, network, env, paths) needs trust", async () => {
     const user = `{"sandbox": true}`;
-    expect(loadConfig(setup(user, `{"sandbox": {}}`)).notices).toBeUndefined();
+    expect((await loadConfig(setup(user, `{"sandbox": {}}`))).notices).toBeUndefined();
     for (const loose of [`false`, `{"network": true}`, `{"env": ["AWS_SECRET_ACCESS_KEY"]}`, `{"writable": ["/data"]}`]) {
       const { cwd, env } = setup(user, `{"sandbox": ${loose}, "python": "./planted.sh"}`);
-      const untrusted = loadConfig({ cwd, env });
+      const untrusted = await loadConfig({ cwd, env });
       expect(untrusted.sandbox).toEqual({}); // the user's own setting stands
       expect(untrusted.python).toBeUndefined();
       expect(untrusted.notices?.[0]).toContain(`ignoring "python" and "sandbox" in ${join(cwd, "awrepl.jsonc")}: it is not trusted`);
       trust(env.AWREPL_HOME as string, join(cwd, "awrepl.jsonc"));
-      expect(loadConfig({ cwd, env }).sandbox).not.toEqual({});
+      expect((await loadConfig({ cwd, env })).sandbox).not.toEqual({});
     }
   });
 });

@@ -1,19 +1,15 @@
 // Defaults from JSON-with-comments files, in the order DESIGN.md fixes:
 // flags > environment > ./awrepl.jsonc (project) > $AWREPL_HOME/config.jsonc (user) > built-ins.
 // This module reads the two files and the environment; flags are laid on top by the caller.
-import { readFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+// Every command loads it, and most find no config file: node:fs, the JSONC parser and the trust
+// records are loaded only when a file exists (each costs start-up time: lib/core/fastio.ts).
 import type { ParseError } from "jsonc-parser";
-// "#jsonc-parse" (package.json "imports"): under Bun (the executable, the sources) jsonc-parser's parser
-// module alone, which spares every start the package entry's formatter and editor; elsewhere the
-// package entry (Node's and Deno's loaders refuse that module: it imports './scanner' without an extension).
-import { parse } from "#jsonc-parse";
 import { AwreplError } from "../core/errors.ts";
+import { builtin, fileExists, joinPath as join, resolvePath as resolve } from "../core/fastio.ts";
 import { DEFAULTS, FIGURE_FORMATS, type FigureFormat, limitProblem, NUMBER_KEYS } from "../core/limits.ts";
 import { ENV_VAR_NAME } from "../core/names.ts";
 import type { SandboxProfile } from "../protocol/api.ts";
 import { stateDir } from "./home.ts";
-import { trustState } from "./trust.ts";
 
 export type Config = {
   /** Per-cell timeout in ms; 0 = none. */
@@ -63,18 +59,20 @@ const envKeys: Record<string, keyof Config> = {
 
 export type LoadConfigOptions = { cwd?: string; env?: NodeJS.ProcessEnv; /** The state directory, when already resolved. */ home?: string };
 
-export function loadConfig(options: LoadConfigOptions = {}): Config {
+/** Both files and the environment. Async: what a file needs (node:fs, the JSONC parser) loads only when there is one. */
+export async function loadConfig(options: LoadConfigOptions = {}): Promise<Config> {
   const env = options.env ?? process.env;
   const cwd = options.cwd ?? process.cwd();
   const home = options.home ?? stateDir(env);
   const projectFile = resolve(cwd, "awrepl.jsonc");
-  const project = readConfigText(projectFile);
+  const project = await readConfigFile(projectFile);
   const notices: string[] = [];
   // A project file may set limits (and switch the default sandbox on) freely, but an interpreter
   // command line, or a sandbox setting that loosens it (off, network, env, writable paths), only
   // once trusted: a checkout you did not write must not choose what runs, or where it may reach.
   const needsTrust = (["python", "sandbox"] as const).filter((k) => project?.config[k] !== undefined && (k === "python" || loosens(project.config.sandbox)));
   if (project && needsTrust.length > 0) {
+    const { trustState } = await import("./trust.ts");
     const state = trustState(home, projectFile, project.text);
     if (state !== "trusted") {
       for (const key of needsTrust) delete project.config[key];
@@ -82,9 +80,10 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
       notices.push(`ignoring ${needsTrust.map((k) => `"${k}"`).join(" and ")} in ${projectFile}: ${why}; if you wrote it, run \`awrepl trust\` to allow it`);
     }
   }
+  const user = await readConfigFile(join(home, "config.jsonc"));
   const config: Config = {
     ...builtinConfig,
-    ...readConfigFile(join(home, "config.jsonc")),
+    ...user?.config,
     ...project?.config,
     ...configFromEnv(env),
   };
@@ -92,13 +91,13 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   return config;
 }
 
-/** Reads one config file; a missing file is an empty config, a malformed one is a clear error. */
-export function readConfigFile(path: string): Partial<Config> {
-  return readConfigText(path)?.config ?? {};
-}
-
-/** The file's settings and its text (what trust is recorded for); null when there is no file. */
-function readConfigText(path: string): { config: Partial<Config>; text: string } | null {
+/**
+ * One config file's settings and its text (what trust is recorded for); null when there is no file.
+ * A file that cannot be read or is malformed is a clear error.
+ */
+export async function readConfigFile(path: string): Promise<{ config: Partial<Config>; text: string } | null> {
+  if (!fileExists(path)) return null;
+  const { readFileSync } = await import("node:fs");
   let text: string;
   try {
     text = readFileSync(path, "utf8");
@@ -106,6 +105,10 @@ function readConfigText(path: string): { config: Partial<Config>; text: string }
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
     throw new AwreplError("usage", `Cannot read config file ${path}: ${(err as Error).message}`);
   }
+  // "#jsonc-parse" (package.json "imports"): under Bun (the executable, the sources) jsonc-parser's parser
+  // module alone, which spares the package entry's formatter and editor; elsewhere the package entry
+  // (Node's and Deno's loaders refuse that module: it imports './scanner' without an extension).
+  const { parse } = await import("#jsonc-parse");
   const errors: ParseError[] = [];
   const value: unknown = parse(text, errors, { allowTrailingComma: true });
   const first = errors[0];
@@ -159,7 +162,7 @@ export function validateSandbox(v: unknown, where: string): SandboxProfile | fal
   if (v === false) return false;
   if (v === true) return {};
   if (typeof v !== "object" || v === null || Array.isArray(v)) throw bad(`must be true, false or an object ({"network", "env", "writable"}), not ${JSON.stringify(v)}`);
-  const base = where.endsWith(".jsonc") ? dirname(where) : process.cwd();
+  const base = where.endsWith(".jsonc") ? builtin("node:path").dirname(where) : process.cwd();
   const out: SandboxProfile = {};
   for (const [k, x] of Object.entries(v)) {
     if (k === "network") {

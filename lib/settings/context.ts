@@ -1,5 +1,5 @@
 // Settings resolved once at a command's edge and passed down: the caller's environment and directory,
-// the state directory's layout, and the config (files + environment), read on first use and kept.
+// the state directory's layout, and the config (files + environment), read here once and kept.
 // Nothing below a command's edge reads process.env, process.cwd() or the config files again.
 import { type Config, loadConfig } from "./config.ts";
 import { type HomeLayout, homeLayout, resolveHome } from "./home.ts";
@@ -11,20 +11,28 @@ export type Settings = {
   cwd: string;
   /** The state directory (absolute) and everything in it. */
   layout: HomeLayout;
-  /** Config files + environment, loaded once on first use (flags are laid on top by each command). */
+  /**
+   * Config files + environment (flags are laid on top by each command). A config that cannot be
+   * loaded (a malformed file) throws here, when a command asks, so commands that need no config
+   * (`sessions`, `close`, `daemon`) still work.
+   */
   config(): Config;
 };
 
-export function resolveSettings(env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): Settings {
+/** The settings of a command run in `cwd` with `env`; the config files are read now (loadConfig). */
+export async function resolveSettings(env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): Promise<Settings> {
   const layout = homeLayout(resolveHome({ env }));
-  let config: Config | undefined;
+  const loaded = await loadConfig({ env, cwd, home: layout.home }).then(
+    (config) => ({ config }),
+    (error: unknown) => ({ error }),
+  );
   return {
     env,
     cwd,
     layout,
     config() {
-      config ??= loadConfig({ env, cwd, home: layout.home });
-      return config;
+      if ("error" in loaded) throw loaded.error;
+      return loaded.config;
     },
   };
 }

@@ -2,15 +2,15 @@
 // cache, snapshots, history, display files.
 // AWREPL_HOME overrides it; otherwise $XDG_STATE_HOME/awrepl or ~/.local/state/awrepl (LOCALAPPDATA on
 // Windows). It is created 0700 because the socket inside it must not be reachable by other users.
-import { lstatSync, mkdirSync } from "node:fs";
+// Every command resolves it, so no node: module is imported here (lib/core/fastio.ts says why);
+// node:fs is loaded only where a directory is made.
 import { AwreplError } from "../core/errors.ts";
-import { homedir } from "node:os";
-import { join, resolve } from "node:path";
+import { builtin, homeDir, joinPath as join, resolvePath as resolve } from "../core/fastio.ts";
 
 export function stateDir(env: NodeJS.ProcessEnv = process.env): string {
   if (env.AWREPL_HOME) return env.AWREPL_HOME;
-  if (process.platform === "win32") return join(env.LOCALAPPDATA ?? join(homedir(), "AppData", "Local"), "awrepl");
-  return join(env.XDG_STATE_HOME ?? join(homedir(), ".local", "state"), "awrepl");
+  if (process.platform === "win32") return join(env.LOCALAPPDATA ?? join(homeDir(), "AppData", "Local"), "awrepl");
+  return join(env.XDG_STATE_HOME ?? join(homeDir(), ".local", "state"), "awrepl");
 }
 
 /**
@@ -21,6 +21,7 @@ export function stateDir(env: NodeJS.ProcessEnv = process.env): string {
  * never changed: awrepl does not chmod what it did not create.
  */
 export function ensurePrivateDir(dir: string): string {
+  const { mkdirSync } = builtin("node:fs");
   try {
     mkdirSync(dir, { mode: 0o700 });
     return dir;
@@ -40,7 +41,7 @@ export function ensurePrivateDir(dir: string): string {
 /** Why an existing `dir` is not a private directory of this user's, or null when it is. */
 export function privateDirProblem(dir: string): string | null {
   if (process.platform === "win32") return null;
-  const st = lstatSync(dir);
+  const st = builtin("node:fs").lstatSync(dir);
   if (st.isSymbolicLink()) return "is a symbolic link: awrepl keeps its socket and snapshots only in a real directory of its own (point AWREPL_HOME at one)";
   if (!st.isDirectory()) return "is not a directory";
   const uid = typeof process.getuid === "function" ? process.getuid() : st.uid;

@@ -37,7 +37,7 @@ export async function runSupervisor(options: ClientOptions = {}): Promise<number
   // long-lived supervisor wants the normal one.
   if (typeof Bun !== "undefined") Bun.unsafe.setJITPolicy?.(1);
 
-  const supervisor = new Supervisor(layout, readConfig(options.env ?? process.env, layout.home, log), log);
+  const supervisor = new Supervisor(layout, await readConfig(options.env ?? process.env, layout.home, log), log);
   const socket = await OwnedSocket.take(layout, log, (s) => supervisor.accept(s));
   if (!socket) return 0;
   // A bug in one request's handling must not take every session down with it.
@@ -110,9 +110,9 @@ class Supervisor implements RequestHost, LifecycleHost {
   }
 }
 
-function readConfig(env: NodeJS.ProcessEnv, home: string, log: Log): Config {
+async function readConfig(env: NodeJS.ProcessEnv, home: string, log: Log): Promise<Config> {
   try {
-    return loadConfig({ env, cwd: home });
+    return await loadConfig({ env, cwd: home });
   } catch (err) {
     log(`config ignored: ${(err as Error).message}`);
     return builtinConfig;

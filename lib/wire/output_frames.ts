@@ -11,7 +11,12 @@
 // JSON body (to forward as it came), and the text itself only when asked. Anything else — another
 // shape, a \uXXXX escape (whose UTF-8 length depends on its neighbours), bytes that are not valid UTF-8
 // — reads as null and goes through JSON.parse as before, so the result is the same either way.
-import { isUtf8 } from "node:buffer";
+
+/**
+ * node:buffer's isUtf8, looked up on first use: the CLI's hot path loads this module, and a static
+ * import of node:buffer costs ~0.4 ms of every start in the executable (this lookup ~0.05 ms).
+ */
+let isUtf8 = (bytes: Uint8Array): boolean => (isUtf8 = process.getBuiltinModule("node:buffer").isUtf8)(bytes);
 
 const OPEN = Buffer.from('{"event":"std');
 const ID_KEY = '"id":';
