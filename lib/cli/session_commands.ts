@@ -1,9 +1,9 @@
 // The commands that talk to the supervisor: vars, inspect, reset, interrupt, snapshot, restore,
 // sessions, close, daemon, and the hidden `__supervisor` subcommand the client re-executes to start
-// the supervisor.
-import { existsSync, readFileSync, statSync } from "node:fs";
-import { dirname, resolve } from "node:path";
-import { type Command, Option } from "commander";
+// the supervisor. `vars` and `sessions` also run without commander (varsCommand, sessionsCommand:
+// lib/cli/program.ts), so this module imports no node: module and no commander value at the top
+// (lib/core/fastio.ts says what each costs a start).
+import type { Command, Option } from "commander";
 import { type RemoteSession, attach } from "../client/attach.ts";
 import { SUPERVISOR_SUBCOMMAND } from "../client/start.ts";
 import { AwreplError, ExitCode, usageError } from "../core/errors.ts";
@@ -13,6 +13,7 @@ import type { SnapshotReport } from "../protocol/api.ts";
 import type { CliContext } from "./context.ts";
 import { countOption } from "./options.ts";
 import { attachOptions, type SessionFlags } from "./session_options.ts";
+import { writeStream } from "./stdio.ts";
 
 export function registerRemoteCommands(program: Command, ctx: CliContext, flags: () => SessionFlags, setExit: (code: number) => void): void {
   const client = () => ({ env: ctx.env, layout: ctx.layout });
@@ -21,13 +22,7 @@ export function registerRemoteCommands(program: Command, ctx: CliContext, flags:
     .command("vars")
     .description("list the session's variables (name and short repr)")
     .option("--json", "print one JSON object")
-    .action(async (opts: { json?: boolean }) => {
-      const vars = await withSession(ctx, flags(), (s) => s.variables(), EXISTING);
-      if (opts.json) return print(JSON.stringify(vars));
-      const names = Object.keys(vars);
-      const width = Math.min(24, Math.max(0, ...names.map((n) => n.length)));
-      print(names.map((n) => `${n.padEnd(width)}  ${vars[n]}`).join("\n"));
-    });
+    .action((opts: { json?: boolean }) => varsCommand(ctx, flags(), opts));
 
   program
     .command("inspect")
@@ -76,11 +71,12 @@ export function registerRemoteCommands(program: Command, ctx: CliContext, flags:
     .description("save the session's variables (default: in the state directory, restored on next use)")
     .argument("[path]", "where to write the snapshot on this machine (its JSON manifest goes beside it)")
     .option("--json", "print one JSON object")
-    .addOption(timeoutOption())
+    .addOption(timeoutOption(program))
     .action(async (path: string | undefined, opts: { json?: boolean; timeout?: number }) => {
       // A relative path is the caller's, not the session's working directory.
+      const { dirname, resolve } = await import("node:path");
       const target = path === undefined ? undefined : resolve(path);
-      if (target !== undefined && !isDirectory(dirname(target))) {
+      if (target !== undefined && !(await isDirectory(dirname(target)))) {
         throw usageError(`Cannot write a snapshot to ${target}: the directory ${dirname(target)} does not exist`);
       }
       const report = await withSession(ctx, flags(), (s) => s.snapshot(target, { timeoutMs: opts.timeout }), EXISTING);
@@ -92,8 +88,9 @@ export function registerRemoteCommands(program: Command, ctx: CliContext, flags:
     .description("load a snapshot's variables into the session (default: its own snapshot)")
     .argument("[path]", "the snapshot to load (a file on this machine, whatever the worker's host)")
     .option("--json", "print one JSON object")
-    .addOption(timeoutOption())
+    .addOption(timeoutOption(program))
     .action(async (path: string | undefined, opts: { json?: boolean; timeout?: number }) => {
+      const [{ resolve }, { existsSync }] = await Promise.all([import("node:path"), import("node:fs")]);
       const source = path === undefined ? undefined : resolve(path);
       if (source !== undefined && !existsSync(source)) throw usageError(`No snapshot at ${source}`);
       // Its own snapshot: nothing to restore into a name that has neither a session nor a snapshot.
@@ -105,26 +102,7 @@ export function registerRemoteCommands(program: Command, ctx: CliContext, flags:
     .command("sessions")
     .description("list the supervisor's sessions")
     .option("--json", "print a JSON array")
-    .action(async (opts: { json?: boolean }) => {
-      const [{ listSessions }, { knownSessionNames, savedSessionNames }, { resolveHome }] = await Promise.all([
-        import("../client/attach.ts"),
-        import("../session/snapshot_files.ts"),
-        import("../settings/home.ts"),
-      ]);
-      const rows = await listSessions(client());
-      if (opts.json) return print(JSON.stringify(rows));
-      // Sessions that exist only as a snapshot come back on their next use: say which, and which
-      // come back empty (their state was not saved).
-      const home = resolveHome(client());
-      const running = new Set(rows.map((r) => r.name));
-      const saved = savedSessionNames(home).filter((n) => !running.has(n));
-      const lost = knownSessionNames(home).filter((n) => !running.has(n) && !saved.includes(n));
-      const table = rows.length === 0 && saved.length + lost.length > 0 ? "No sessions running" : sessionsTable(rows);
-      const lines = [table];
-      if (saved.length) lines.push(`Saved, restored on next use: ${saved.join(", ")}`);
-      if (lost.length) lines.push(`State NOT saved (re-created empty on next use): ${lost.join(", ")}`);
-      print(lines.join("\n"));
-    });
+    .action((opts: { json?: boolean }) => sessionsCommand(ctx, opts));
 
   program
     .command("close")
@@ -203,6 +181,7 @@ export function registerRemoteCommands(program: Command, ctx: CliContext, flags:
     .action(async (opts: { lines?: number }) => {
       const { daemonLogPath } = await import("../client/attach.ts");
       const path = daemonLogPath(client());
+      const { readFileSync } = await import("node:fs");
       let text: string;
       try {
         text = readFileSync(path, "utf8");
@@ -235,7 +214,7 @@ const EXISTING = true;
 
 async function withSession<T>(ctx: CliContext, flags: SessionFlags, fn: (s: RemoteSession) => Promise<T>, existing = false): Promise<T> {
   const name = requireSession(ctx);
-  const session = await attach(name, { ...attachOptions(ctx, flags), existing, onNotice: (text) => void process.stderr.write(`awrepl: ${text}\n`) });
+  const session = await attach(name, { ...attachOptions(ctx, flags), existing, onNotice: (text) => void writeStream("stderr", `awrepl: ${text}\n`) });
   try {
     return await fn(session);
   } finally {
@@ -243,16 +222,47 @@ async function withSession<T>(ctx: CliContext, flags: SessionFlags, fn: (s: Remo
   }
 }
 
-function timeoutOption(): Option {
-  return new Option("--timeout <ms>", "this call's deadline in ms, 0 = none (default: the session's)").argParser((v) => countOption("--timeout", "timeoutMs", v));
+/** (program.createOption: this module imports no commander value, see the top.) */
+function timeoutOption(program: Command): Option {
+  return program.createOption("--timeout <ms>", "this call's deadline in ms, 0 = none (default: the session's)").argParser((v) => countOption("--timeout", "timeoutMs", v));
 }
 
-function isDirectory(path: string): boolean {
+async function isDirectory(path: string): Promise<boolean> {
+  const { statSync } = await import("node:fs");
   return statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
 }
 
 function print(text: string): void {
-  process.stdout.write(text.endsWith("\n") || text === "" ? text : `${text}\n`);
+  void writeStream("stdout", text.endsWith("\n") || text === "" ? text : `${text}\n`);
+}
+
+/** `vars` (also run without commander: lib/cli/program.ts). */
+export async function varsCommand(ctx: CliContext, flags: SessionFlags, opts: { json?: boolean }): Promise<void> {
+  const vars = await withSession(ctx, flags, (s) => s.variables(), EXISTING);
+  if (opts.json) return print(JSON.stringify(vars));
+  const names = Object.keys(vars);
+  const width = Math.min(24, Math.max(0, ...names.map((n) => n.length)));
+  print(names.map((n) => `${n.padEnd(width)}  ${vars[n]}`).join("\n"));
+}
+
+/** `sessions` (also run without commander: lib/cli/program.ts). */
+export async function sessionsCommand(ctx: CliContext, opts: { json?: boolean }): Promise<void> {
+  const [{ listSessions }, names] = await Promise.all([import("../client/attach.ts"), import("../session/snapshot_names.ts")]);
+  const rows = await listSessions({ env: ctx.env, layout: ctx.layout });
+  if (opts.json) return print(JSON.stringify(rows));
+  // Sessions that exist only as a snapshot come back on their next use: say which, and which
+  // come back empty (their state was not saved). An older layout is migrated first (as
+  // snapshot_files.ts savedSessionNames() does; node:fs loads only then).
+  const home = ctx.layout.home;
+  if (names.hasFlatFiles(home)) (await import("../session/snapshot_files.ts")).migrateLegacyLayout(home);
+  const running = new Set(rows.map((r) => r.name));
+  const saved = names.sessionsWithSnapshot(home).filter((n) => !running.has(n));
+  const lost = names.sessionsKnown(home).filter((n) => !running.has(n) && !saved.includes(n));
+  const table = rows.length === 0 && saved.length + lost.length > 0 ? "No sessions running" : sessionsTable(rows);
+  const lines = [table];
+  if (saved.length) lines.push(`Saved, restored on next use: ${saved.join(", ")}`);
+  if (lost.length) lines.push(`State NOT saved (re-created empty on next use): ${lost.join(", ")}`);
+  print(lines.join("\n"));
 }
 
 function snapshotText(r: SnapshotReport): string {

@@ -21,6 +21,9 @@ import type { WireManifest } from "../protocol/runtime.ts";
 import type { SessionSpec } from "../protocol/supervisor.ts";
 import { ensurePrivateDir } from "../settings/home.ts";
 import { displayFolder } from "./display.ts";
+import { PAYLOAD, SPEC, sessionDir, sessionsKnown, sessionsWithSnapshot, snapshotsDir } from "./snapshot_names.ts";
+
+export { sessionDir, snapshotsDir };
 
 /**
  * What the runtime writes beside a payload (docs/protocol.md, "Snapshot and restore"): the manifest of
@@ -30,18 +33,7 @@ import { displayFolder } from "./display.ts";
 export type SnapshotManifest = Pick<WireManifest, "version" | "savedNames" | "skipped" | "pruned" | "bytes" | "pythonVersion" | "timestamp"> &
   Partial<Pick<WireManifest, "serializer" | "serializers" | "support">> & { sha256?: string };
 
-const PAYLOAD = "snapshot.pkl";
-const SPEC = "spec.json";
 const UNSAVED = "unsaved.json";
-
-export function snapshotsDir(home: string): string {
-  return join(home, "snapshots");
-}
-
-/** The directory that holds everything of session `name` (and nothing of any other session). */
-export function sessionDir(home: string, name: string): string {
-  return join(snapshotsDir(home), name);
-}
 
 /** Creates session `name`'s directory (and snapshots/), private; returns it. */
 export function ensureSessionDir(home: string, name: string): string {
@@ -211,23 +203,14 @@ export function unsavedNotice(name: string, unsaved: UnsavedState, restored: { p
 
 /** The names of the sessions with a default snapshot in `home` (files moved aside do not count). */
 export function savedSessionNames(home: string): string[] {
-  return sessionNamesWith(home, PAYLOAD);
+  migrateLegacyLayout(home);
+  return sessionsWithSnapshot(home);
 }
 
 /** The names of the sessions `home` knows of: a saved spec or snapshot (a session whose stop snapshot failed included). */
 export function knownSessionNames(home: string): string[] {
-  return [...new Set([...sessionNamesWith(home, PAYLOAD), ...sessionNamesWith(home, SPEC)])].sort();
-}
-
-function sessionNamesWith(home: string, file: string): string[] {
   migrateLegacyLayout(home);
-  try {
-    return readdirSync(snapshotsDir(home))
-      .filter((n) => SESSION_NAME.test(n) && existsSync(join(snapshotsDir(home), n, file)))
-      .sort();
-  } catch {
-    return [];
-  }
+  return sessionsKnown(home);
 }
 
 /**
