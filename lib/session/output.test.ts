@@ -137,6 +137,30 @@ describe("OutputCollector", () => {
     expect(c.totalBytes).toBe(1280 * 8192);
   });
 
+  test("frames larger than a small limit's tail pass through undecoded: only the kept ones are decoded", () => {
+    const text = RawText.prototype.text;
+    let decoded = 0;
+    RawText.prototype.text = function (this: RawText) {
+      decoded++;
+      return text.call(this);
+    };
+    try {
+      const c = new OutputCollector(4096);
+      const frames = Array.from({ length: 1000 }, (_, i) => `${String(i).padStart(4, "0")}${"é".repeat(4500)}\n`);
+      for (const f of frames) c.addRaw("stdout", RawText.fromText(f));
+      expect(decoded).toBe(1); // the first frame, which fills the head
+      const r = c.result();
+      expect(decoded).toBe(2); // and the last one, cut for the tail
+      const total = frames.reduce((n, f) => n + utf8Length(f), 0);
+      const [head] = utf8Prefix(frames[0] as string, 2048);
+      const [tail] = utf8Suffix(frames[999] as string, 2048);
+      expect(r.stdout).toBe(`${head}\n${truncationMarker(total - utf8Length(head) - utf8Length(tail))}${tail}`);
+      expect(r.truncated_bytes).toBe(total - utf8Length(head) - utf8Length(tail));
+    } finally {
+      RawText.prototype.text = text;
+    }
+  });
+
   test("a zero limit is no limit, as a timeout of 0 is none: everything is kept, raw pieces too", () => {
     const c = new OutputCollector(0);
     const big = "y".repeat(200_000);

@@ -181,7 +181,7 @@ export class OutputCollector {
 
   /** Output not decoded yet: decoded only if it lands in the head or stays in the tail. */
   addRaw(stream: Stream, raw: RawText): void {
-    if (!this.headFull || raw.bytes >= this.tailLimit) {
+    if (!this.headFull) {
       this.add(stream, raw.text());
       return;
     }
@@ -192,7 +192,6 @@ export class OutputCollector {
 
   private addTail(stream: Stream, piece: string | RawText, bytes: number): void {
     if (bytes >= this.tailLimit) {
-      const text = textOf(piece);
       // This piece alone fills the tail: everything before it is dropped.
       for (let i = this.tailStart; i < this.tail.length; i++) {
         const p = this.tail[i] as TailPiece;
@@ -201,7 +200,14 @@ export class OutputCollector {
       this.tail = [];
       this.tailStart = 0;
       this.tailBytes = 0;
-      const [suffix, suffixBytes] = utf8Suffix(text, this.tailLimit);
+      if (typeof piece !== "string") {
+        // Undecoded, it stays whole until result() cuts it (settleTail): a small limit must not mean
+        // decoding every frame of a cell printing 100 MB (each is larger than the tail then).
+        this.tail.push({ stream, piece: piece.retain(), bytes });
+        this.tailBytes = bytes;
+        return;
+      }
+      const [suffix, suffixBytes] = utf8Suffix(piece, this.tailLimit);
       this.dropped[stream] += bytes - suffixBytes;
       if (suffixBytes > 0) this.tail.push({ stream, piece: suffix, bytes: suffixBytes });
       this.tailBytes = suffixBytes;
