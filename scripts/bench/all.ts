@@ -1,5 +1,9 @@
-// `npm run bench`: every benchmark in one run, then one table of medians and ratios against the
-// baseline (`/usr/bin/python3 -c pass`) measured in the same run, with DESIGN.md's targets.
+// `npm run bench`: every benchmark in one run, then the tables: issue 14's (every figure against its
+// floor measured in the same run: start-up against an empty program built with scripts/build.ts's
+// flags, the round trip against a pipe echo, ...), the round trip layer by layer, DESIGN.md's targets
+// with Jupyter beside, and every raw figure. The machine's CPU model and load are printed with it, and
+// the load before and after each section (a load above the core count marks wall times to re-take;
+// CPU times and page faults move far less with it).
 //
 //   bun scripts/bench/all.ts [--smoke] [--json FILE] [--skip-jupyter]
 //
@@ -23,7 +27,8 @@ import { floorFigures } from "./floors.ts";
 import { libraryFigures } from "./library.ts";
 import { memoryFigures } from "./memory.ts";
 import { benchPersistence } from "./persistence.ts";
-import { renderRawTable, renderSummaryTable, SUMMARY_ROWS } from "./table.ts";
+import { startupFigures } from "./startup.ts";
+import { FLOOR_ROWS, renderFloorTable, renderRawTable, renderRoundTripTable, renderSummaryTable, SUMMARY_ROWS } from "./table.ts";
 import { benchWorkers } from "./workers.ts";
 
 /** One script's figures; `text` is a script's own table when it cannot report figures as JSON. */
@@ -81,19 +86,40 @@ function externalSection(script: string): Section {
   return { figures: {}, text: text.stdout.trimEnd() };
 }
 
+/** The 1-minute load average now. */
+function load(): string {
+  return (loadavg()[0] as number).toFixed(2);
+}
+
+/** Each section's load before and after, printed with the tables. */
+const loads: string[] = [];
+
 async function guarded(name: string, measure: () => Promise<Figures>): Promise<Section> {
+  const before = load();
   try {
     return { figures: await measure() };
   } catch (err) {
     log(`${name} failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
     return { figures: {}, skipped: `${name} failed: ${err instanceof Error ? err.message : String(err)}` };
+  } finally {
+    loads.push(`${name} ${before} → ${load()}`);
+  }
+}
+
+/** A section run as a subprocess, with its load before and after. */
+function external(name: string, run: () => Section = () => externalSection(name)): Section {
+  const before = load();
+  try {
+    return run();
+  } finally {
+    loads.push(`${name} ${before} → ${load()}`);
   }
 }
 
 function machine(): string {
   const python = timeSpawn([PYTHON, "-c", "import sys; print(sys.version.split()[0])"]).stdout.trim();
   return [
-    `${cpus().length} × ${cpus()[0]?.model ?? "unknown CPU"}`,
+    `${cpus().length} × ${cpus()[0]?.model ?? "unknown CPU"} (nproc ${cpus().length})`,
     `${(totalmem() / 2 ** 30).toFixed(0)} GiB`,
     `Python ${python} (${PYTHON})`,
     `Bun ${Bun.version}`,
@@ -105,16 +131,18 @@ ensureBinary();
 const baselineRuns = smoke ? 3 : 21;
 log("baseline: /usr/bin/python3 -c pass");
 const before = measureBaseline(baselineRuns);
+log(`machine: ${machine()}`);
 const sections: Record<string, Section> = {
-  jupyter: jupyterSection(),
+  startup: await guarded("startup.ts", () => startupFigures({ smoke })),
+  jupyter: external("jupyter.py", jupyterSection),
   library: await guarded("library.ts", () => libraryFigures({ smoke })),
   memory: await guarded("memory.ts", () => memoryFigures({ smoke })),
   floors: await guarded("floors.ts", () => floorFigures({ smoke })),
   persistence: await guarded("persistence.ts", () => benchPersistence({ smoke })),
   workers: await guarded("workers.ts", () => benchWorkers({ smoke })),
-  runtime: externalSection("runtime.ts"),
-  shell: externalSection("shell_call.ts"),
-  mcp: externalSection("mcp.ts"),
+  runtime: external("runtime.ts"),
+  shell: external("shell_call.ts"),
+  mcp: external("mcp.ts"),
 };
 log("baseline again");
 const after = measureBaseline(baselineRuns);
@@ -133,6 +161,13 @@ console.log(`baseline /usr/bin/python3 -c pass: median ${summarize(baseline.samp
 for (const [name, section] of Object.entries(sections)) {
   if (section.skipped) console.log(`skipped ${name}: ${section.skipped}`);
 }
+console.log(`load (1 min) before → after each section: ${loads.join("; ")}`);
+console.log();
+console.log("Each figure against its floor, from this run (start-up: medians of all rounds; vs floor: per round)");
+console.log();
+console.log(renderFloorTable(FLOOR_ROWS, awrepl));
+console.log();
+console.log(renderRoundTripTable(awrepl));
 console.log();
 console.log(renderSummaryTable(SUMMARY_ROWS, awrepl, jupyter));
 console.log();

@@ -60,6 +60,14 @@ describe("all.ts --smoke", () => {
       expect(run.exitCode).toBe(0);
       expect(out).toContain("| figure");
       expect(out).toContain("| raw figure");
+      expect(out).toMatch(/^machine: \d+ × .+ \(nproc \d+\).* load [\d.]+ [\d.]+ [\d.]+$/m);
+      // Issue 14's table: each figure beside its floor from the same run, as a difference or a ratio.
+      expect(out).toMatch(/\| warm `awrepl -s s run "1\+1"` +\| ms +\| [\d.]+ +\| [\d.]+ +\| [+-][\d.]+ ms .*\| [+-][\d.]+ ms +\| [+-][\d.]+ +\| ≤ floor \+ 4 ms/);
+      expect(out).toMatch(/\| `awrepl --version` +\| ms +\| [\d.]+ +\| [\d.]+ +\| [+-][\d.]+ ms/);
+      expect(out).toMatch(/\| library `execute\("1\+1"\)` p50 +\| us +\| [\d.]+ +\| [\d.]+ +\| [\d.]+ ×/);
+      expect(out).toMatch(/\| new named session → first result \(spare ready\) +\| ms +\| [\d.]+ +\| [\d.]+ +\| [+-][\d.]+ ms/);
+      expect(out).toMatch(/\| 100 MB cell through the CLI, --max-output 4096 \(floor: a buffered Python\) +\| MB\/s +\| [\d.]+ +\| [\d.]+ +\| [\d.]+ ×/);
+      expect(out).toMatch(/\| \+ lib\/session \(ReplSession\.execute\) +\| [\d.]+ /);
       // The awrepl side measured something real: the library round trip has a number, not "–".
       expect(out).toMatch(/\| awrepl\.library_round_trip +\| us +\| \d+ +\| \d/);
       expect(out).toMatch(/\| awrepl\.worker_idle_rss_mib +\| MiB +\| \d+ +\| \d/);

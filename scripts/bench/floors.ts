@@ -9,8 +9,9 @@
 //
 //   bun scripts/bench/floors.ts [--smoke]      prints its figures as JSON
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { BUILD_FLAGS } from "../build.ts";
 import type { BenchOptions } from "./library.ts";
 import { AWREPL_BIN, bigOutputCell, type Figures, figure, log, PYTHON, REPO, tempHome, timeSpawn, withTimeout } from "./lib.ts";
 
@@ -100,14 +101,19 @@ async function sigintLatency(viaReaderThread: boolean, runs: number): Promise<nu
   });
 }
 
-function cellThroughput(bytes: number, toPipe: boolean, runs: number): number[] {
+/**
+ * The big-output cell in a bare Python, MB/s. `buffered` (the default): without PYTHONUNBUFFERED, as a
+ * Python normally runs; false: with the environment as it is (these machines export
+ * PYTHONUNBUFFERED=1, which makes every write a system call).
+ */
+export function cellThroughput(bytes: number, toPipe: boolean, runs: number, buffered = true): number[] {
   const { home, remove } = tempHome("awrepl-floor-");
   try {
     const file = join(home, "cell.py");
     writeFileSync(file, bigOutputCell(bytes));
     const argv = toPipe ? [PYTHON, file] : ["/bin/sh", "-c", `exec ${PYTHON} ${file} >/dev/null`];
     return Array.from({ length: runs }, () => {
-      const run = timeSpawn(argv, { env: BUFFERED_ENV, timeoutMs: 300_000 });
+      const run = timeSpawn(argv, { env: buffered ? BUFFERED_ENV : process.env, timeoutMs: 300_000 });
       if (toPipe && run.stdout.length !== Math.floor(bytes / 1000) * 1000) throw new Error(`Cell floor read ${run.stdout.length} bytes`);
       return bytes / 1e6 / (run.ms / 1000);
     });
@@ -116,16 +122,36 @@ function cellThroughput(bytes: number, toPipe: boolean, runs: number): number[] 
   }
 }
 
-/** Start-up of an empty program compiled the way dist/awrepl is: the floor for any Bun-compiled client. */
+/**
+ * Compiles `entry` into `outfile` exactly as scripts/build.ts compiles dist/awrepl (its BUILD_FLAGS;
+ * not the bytecode order, which is a profile of awrepl's own code). Bun writes source maps beside its
+ * output, so it builds in a scratch directory next to `outfile` and moves the executable out.
+ */
+export function compileLikeAwrepl(entry: string, outfile: string): void {
+  const scratch = mkdtempSync(join(dirname(outfile), ".build-"));
+  try {
+    const tmp = join(scratch, "out");
+    timeSpawn([process.execPath, "build", ...BUILD_FLAGS, entry, "--outfile", tmp], { cwd: REPO, timeoutMs: 180_000 });
+    renameSync(tmp, outfile);
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/** An empty program compiled the way dist/awrepl is (the start-up floor of any Bun-compiled client), into `dir`. */
+export function emptyBunProgram(dir: string): string {
+  const src = join(dir, "empty.ts");
+  writeFileSync(src, "export {};\n");
+  const out = join(dir, "empty");
+  compileLikeAwrepl(src, out);
+  return out;
+}
+
+/** Start-up of the empty program: the floor for any Bun-compiled client. */
 export function emptyBunBinary(runs: number): number[] {
   const { home, remove } = tempHome("awrepl-floor-");
   try {
-    const src = join(home, "empty.ts");
-    writeFileSync(src, "export {};\n");
-    const out = join(home, "empty");
-    const flags = ["--compile", "--minify", "--bytecode", "--format=esm", "--no-compile-autoload-dotenv", "--no-compile-autoload-bunfig"];
-    timeSpawn([process.execPath, "build", ...flags, src, "--outfile", out], { cwd: REPO, timeoutMs: 120_000 });
-    return spawnFloor([out], runs);
+    return spawnFloor([emptyBunProgram(home)], runs);
   } finally {
     remove();
   }

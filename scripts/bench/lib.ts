@@ -201,3 +201,12 @@ export function bigOutputCell(totalBytes: number): string {
 export function log(message: string): void {
   process.stderr.write(`[bench] ${message}\n`);
 }
+
+/** Polls an async condition every 10 ms until it holds or ms pass. */
+export async function waitUntilAsync(condition: () => Promise<boolean>, ms: number, what: string): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (!(await condition())) {
+    if (performance.now() > deadline) throw new Error(`${what} did not happen within ${ms} ms`);
+    await Bun.sleep(10);
+  }
+}

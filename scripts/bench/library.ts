@@ -1,6 +1,7 @@
-// awrepl's library figures: execute("1+1") round trip (in-process ReplSession and a supervisor-held
-// session through attach()), new session to first result, interrupt latencies, and the 100 MB cell
-// through the supervisor (client side: this process's attach(), and a CLI client in its own process).
+// awrepl's library figures: execute("1+1") round trip (in-process ReplSession against the pipe echo
+// and the layers between them: round_trip.ts; a supervisor-held session through attach()), new session
+// to first result, interrupt latencies, and the 100 MB cell through the supervisor (client side: this
+// process's attach(), and a CLI client in its own process, alternating with the bare-Python floor).
 //
 //   bun scripts/bench/library.ts [--smoke]      prints its figures as JSON
 import { writeFileSync } from "node:fs";
@@ -9,6 +10,8 @@ import { attach, daemonStatus, stopDaemon } from "../../lib/client/attach.ts";
 import { ReplSession } from "../../lib/session/session.ts";
 import { SpareWorkers } from "../../lib/worker/spare.ts";
 import type { Session } from "../../lib/protocol/api.ts";
+import { cellThroughput } from "./floors.ts";
+import { roundTripFigures } from "./round_trip.ts";
 import {
   AWREPL_BIN,
   bigOutputCell,
@@ -220,14 +223,21 @@ async function bigOutputFigures(remote: Session, home: string, env: NodeJS.Proce
     return [AWREPL_BIN, "-s", remote.id, "run", "-f", file];
   };
   const cliSpeeds: number[] = [];
+  const floorSpeeds: number[] = [];
+  const envFloorSpeeds: number[] = [];
+  const unbuffered = process.env.PYTHONUNBUFFERED ? `PYTHONUNBUFFERED=${process.env.PYTHONUNBUFFERED}` : "PYTHONUNBUFFERED unset";
   const cliGrowth = await peakGrowth(pid, async () => {
     for (let i = 0; i < runs; i++) {
-      log(`cli: cell printing ${bytes / 1e6} MB`);
-      const run = timeSpawn(cliCall(bytes), { env, timeoutMs: 600_000 });
+      log(`cli: cell printing ${bytes / 1e6} MB, --max-output 4096, then the same cell in a bare Python into a pipe (buffered, and as the environment runs it)`);
+      const run = timeSpawn([...cliCall(bytes), "--max-output", "4096"], { env, timeoutMs: 600_000 });
       cliSpeeds.push(bytes / 1e6 / (run.ms / 1000));
+      floorSpeeds.push(...cellThroughput(bytes, true, 1));
+      envFloorSpeeds.push(...cellThroughput(bytes, true, 1, false));
     }
   });
-  figures.cli_big_output_mb_per_s = figure("MB/s", cliSpeeds, "whole `awrepl -s s run -f cell.py` call, live output on");
+  figures.cli_big_output_mb_per_s = figure("MB/s", cliSpeeds, "whole `awrepl -s s run -f cell.py --max-output 4096` call, live output on");
+  figures.cli_big_output_floor_mb_per_s = figure("MB/s", floorSpeeds, "the same cell in a bare Python (buffered), stdout to a pipe Bun drains; alternating with the CLI calls");
+  figures.cli_big_output_env_floor_mb_per_s = figure("MB/s", envFloorSpeeds, `the same, with the environment as it is (${unbuffered}); alternating`);
   figures.cli_big_output_supervisor_growth_mib = figure("MiB", [cliGrowth], "supervisor VmHWM − VmRSS before, CLI calls (live output streamed)");
   const versionPeak = peakRssMiB([AWREPL_BIN, "--version"]);
   figures.cli_big_output_client_peak_rss_mib = figure("MiB", [peakRssMiB(cliCall(bytes), { env, timeoutMs: 600_000 })], `awrepl --version alone peaks at ${versionPeak.toFixed(1)} MiB`);
@@ -261,10 +271,10 @@ export async function libraryFigures(options: BenchOptions = {}): Promise<Figure
     log("library: new session to first result, warm spare worker");
     figures.library_new_session_with_spare = figure("ms", await newSessionWithSpare(home, smoke ? 1 : 9), "SpareWorkers: a spare was ready");
 
-    log("library: execute round trip (ReplSession)");
+    log("library: execute round trip against the pipe echo, layer by layer (round_trip.ts)");
+    Object.assign(figures, await roundTripFigures(home, { smoke }));
     const local = await ReplSession.start("local", { home, python: PYTHON });
     try {
-      figures.library_round_trip = figure("us", await roundTrips(local, smoke ? 50 : 5000));
       for (const [name, body] of Object.entries(INTERRUPT_CELLS)) {
         log(`library: interrupt ${name}`);
         figures[`library_interrupt_${name}`] = figure("ms", await interruptLatency(local, body, smoke ? 1 : 7));
