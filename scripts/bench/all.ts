@@ -28,7 +28,7 @@ import { libraryFigures } from "./library.ts";
 import { memoryFigures } from "./memory.ts";
 import { benchPersistence } from "./persistence.ts";
 import { startupFigures } from "./startup.ts";
-import { FLOOR_ROWS, renderFloorTable, renderRawTable, renderRoundTripTable, renderSummaryTable, SUMMARY_ROWS } from "./table.ts";
+import { FLOOR_ROWS, renderBeforeAfterTable, renderFloorTable, renderRawTable, renderRoundTripTable, renderSummaryTable, SUMMARY_ROWS } from "./table.ts";
 import { benchWorkers } from "./workers.ts";
 
 /** One script's figures; `text` is a script's own table when it cannot report figures as JSON. */
@@ -167,6 +167,13 @@ console.log("Each figure against its floor, from this run (start-up: medians of 
 console.log();
 console.log(renderFloorTable(FLOOR_ROWS, awrepl));
 console.log();
+const beforeAfter = renderBeforeAfterTable(awrepl);
+if (beforeAfter) {
+  console.log(`Start-up before (${process.env.AWREPL_BENCH_BEFORE}) and now, interleaved in the same rounds`);
+  console.log();
+  console.log(beforeAfter);
+  console.log();
+}
 console.log(renderRoundTripTable(awrepl));
 console.log();
 console.log(renderSummaryTable(SUMMARY_ROWS, awrepl, jupyter));

@@ -6,6 +6,10 @@
 // faults and ~0.6 ms). spawn_meter.py times each run: wall, CPU time and minor page faults from wait4.
 // Several rounds: each round's difference to the floor is one sample, so the spread shows.
 //
+// With AWREPL_BENCH_BEFORE=/path/to/an/older/awrepl, that binary's run, vars, sessions, --version and
+// --help join the same interleaved rounds (as before_run, ...: "before" beside "after" from one run;
+// both talk to the one supervisor, so only the client's start-up differs).
+//
 //   bun scripts/bench/startup.ts [--smoke] [--json]
 import { copyFileSync, readFileSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -128,6 +132,15 @@ export async function startupFigures(options: { smoke?: boolean } = {}): Promise
     for (const c of commands) {
       const out = timeSpawn(c.argv, { env, cwd: home }).stdout;
       if (c.expect !== undefined && out !== c.expect) throw new Error(`${c.argv.join(" ")} printed ${JSON.stringify(out)}, not ${JSON.stringify(c.expect)}`);
+    }
+    const before = process.env.AWREPL_BENCH_BEFORE;
+    if (before) {
+      const old = join(home, "awrepl-before");
+      copyFileSync(before, old);
+      for (const c of commands.filter((x) => ["run", "vars", "sessions", "version", "help"].includes(x.name))) {
+        commands.push({ name: `before_${c.name}`, argv: [old, ...c.argv.slice(1)] });
+      }
+      log(`startup: ${before} joins the rounds as before_*`);
     }
     meter = new SpawnMeter(env);
     const rounds = smoke ? 1 : 3;

@@ -369,6 +369,23 @@ export function renderFloorTable(rows: FloorRow[], figures: Figures): string {
   return markdown(["figure", "unit", "floor", "awrepl", "awrepl vs floor (rounds: min to max)", "CPU time vs floor", "page faults vs floor", "target", "met"], body);
 }
 
+/** With AWREPL_BENCH_BEFORE (startup.ts): an older binary's start-up beside this one's, from the same rounds. */
+export function renderBeforeAfterTable(figures: Figures): string | null {
+  const names = ["run", "vars", "sessions", "version", "help"].filter((n) => figures[`startup_before_${n}_delta_cpu`]);
+  if (names.length === 0) return null;
+  const cell = (name: string) => spread(figures[name], name.endsWith("faults") ? "" : "ms", "diff");
+  const body = names.map((n) => [
+    n,
+    cell(`startup_before_${n}_delta_wall`),
+    cell(`startup_${n}_delta_wall`),
+    cell(`startup_before_${n}_delta_cpu`),
+    cell(`startup_${n}_delta_cpu`),
+    cell(`startup_before_${n}_delta_faults`),
+    cell(`startup_${n}_delta_faults`),
+  ]);
+  return markdown(["command (vs the floor, same rounds)", "wall before", "wall now", "CPU before", "CPU now", "faults before", "faults now"], body);
+}
+
 /** Where the library's round trip goes: each layer's p50, p99 and CPU per call on both sides (round_trip.ts). */
 export function renderRoundTripTable(figures: Figures): string {
   const layers: [string, string][] = [
