@@ -106,7 +106,8 @@ export type EarlyConnection = { layout: HomeLayout; conn: Promise<SupervisorConn
  */
 export function connectEarly(options: Pick<AttachOptions, "home" | "clientEnv" | "layout"> = {}): EarlyConnection {
   const layout = layoutOf({ env: options.clientEnv, home: options.home, layout: options.layout });
-  const conn = SupervisorConnection.connect(layout);
+  // The CLI's `run` is the one caller: its hello leaves the build out (SupervisorConnection.connect).
+  const conn = SupervisorConnection.connect(layout, { build: false });
   conn.catch(() => {}); // reported by attach(), if it is ever called
   return { layout, conn };
 }
