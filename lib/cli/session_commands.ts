@@ -254,10 +254,14 @@ export async function sessionsCommand(ctx: CliContext, opts: { json?: boolean })
   // come back empty (their state was not saved). An older layout is migrated first (as
   // snapshot_files.ts savedSessionNames() does; node:fs loads only then).
   const home = ctx.layout.home;
-  if (names.hasFlatFiles(home)) (await import("../session/snapshot_files.ts")).migrateLegacyLayout(home);
+  let files = names.sessionFiles(home);
+  if (files.flat) {
+    (await import("../session/snapshot_files.ts")).migrateLegacyLayout(home);
+    files = names.sessionFiles(home);
+  }
   const running = new Set(rows.map((r) => r.name));
-  const saved = names.sessionsWithSnapshot(home).filter((n) => !running.has(n));
-  const lost = names.sessionsKnown(home).filter((n) => !running.has(n) && !saved.includes(n));
+  const saved = files.saved.filter((n) => !running.has(n));
+  const lost = files.known.filter((n) => !running.has(n) && !saved.includes(n));
   const table = rows.length === 0 && saved.length + lost.length > 0 ? "No sessions running" : sessionsTable(rows);
   const lines = [table];
   if (saved.length) lines.push(`Saved, restored on next use: ${saved.join(", ")}`);

@@ -323,7 +323,20 @@ export class RemoteSession implements Session {
 
 /** The sessions the supervisor holds; empty when no supervisor runs (none is started). */
 export async function listSessions(options: ClientOptions = {}): Promise<SessionInfo[]> {
-  return (await withSupervisor(layoutOf(options), (c) => c.call({ type: "list" }))) ?? [];
+  const layout = layoutOf(options);
+  // `awrepl sessions` is on the CLI's fast path: the list goes out right behind hello, one round trip
+  // instead of two. A supervisor of another version (or one that closed before answering) ran
+  // nothing: then the usual way, which waits for hello and deals with it.
+  const conn = await SupervisorConnection.connect(layout);
+  if (!conn) return [];
+  try {
+    return await conn.call({ type: "list" });
+  } catch (err) {
+    if (!conn.neverRan(err)) throw err;
+  } finally {
+    conn.close();
+  }
+  return (await withSupervisor(layout, (c) => c.call({ type: "list" }))) ?? [];
 }
 
 export type CloseOptions = ClientOptions & {

@@ -21,7 +21,7 @@ import type { WireManifest } from "../protocol/runtime.ts";
 import type { SessionSpec } from "../protocol/supervisor.ts";
 import { ensurePrivateDir } from "../settings/home.ts";
 import { displayFolder } from "./display.ts";
-import { PAYLOAD, SPEC, sessionDir, sessionsKnown, sessionsWithSnapshot, snapshotsDir } from "./snapshot_names.ts";
+import { PAYLOAD, SPEC, sessionDir, sessionFiles, snapshotsDir } from "./snapshot_names.ts";
 
 export { sessionDir, snapshotsDir };
 
@@ -204,13 +204,13 @@ export function unsavedNotice(name: string, unsaved: UnsavedState, restored: { p
 /** The names of the sessions with a default snapshot in `home` (files moved aside do not count). */
 export function savedSessionNames(home: string): string[] {
   migrateLegacyLayout(home);
-  return sessionsWithSnapshot(home);
+  return sessionFiles(home).saved;
 }
 
 /** The names of the sessions `home` knows of: a saved spec or snapshot (a session whose stop snapshot failed included). */
 export function knownSessionNames(home: string): string[] {
   migrateLegacyLayout(home);
-  return sessionsKnown(home);
+  return sessionFiles(home).known;
 }
 
 /**

@@ -19,35 +19,33 @@ export function sessionDir(home: string, name: string): string {
 }
 
 /**
- * True when snapshots/ holds anything but session directories: files of the older flat layout (or a
- * killed writer's leftovers), which snapshot_files.ts migrateLegacyLayout() moves or removes.
+ * What snapshots/ says, from one reading of it: the sessions with a default snapshot and those it
+ * knows of (a snapshot or a spec), sorted; and `flat`: whether it holds anything but session
+ * directories (files of the older flat layout, a killed writer's leftovers), which
+ * snapshot_files.ts migrateLegacyLayout() moves or removes. No snapshots/ yet: nothing.
  */
-export function hasFlatFiles(home: string): boolean {
+export function sessionFiles(home: string): { saved: string[]; known: string[]; flat: boolean } {
   const dir = snapshotsDir(home);
+  let entries: string[];
   try {
+    entries = listDir(dir).sort();
+  } catch {
+    return { saved: [], known: [], flat: false };
+  }
+  const saved: string[] = [];
+  const known: string[] = [];
+  let flat = false;
+  for (const name of entries) {
+    const path = join(dir, name);
     // "entry/." exists only for a directory.
-    return listDir(dir).some((name) => !fileExists(`${join(dir, name)}/.`));
-  } catch {
-    return false;
+    if (!fileExists(`${path}/.`)) {
+      flat = true;
+      continue;
+    }
+    if (!SESSION_NAME.test(name)) continue;
+    const hasPayload = fileExists(join(path, PAYLOAD));
+    if (hasPayload) saved.push(name);
+    if (hasPayload || fileExists(join(path, SPEC))) known.push(name);
   }
-}
-
-/** The sessions with a default snapshot, sorted (the layout already migrated). */
-export function sessionsWithSnapshot(home: string): string[] {
-  return sessionNamesWith(home, PAYLOAD);
-}
-
-/** The sessions `home` knows of: a saved spec or snapshot, sorted (the layout already migrated). */
-export function sessionsKnown(home: string): string[] {
-  return [...new Set([...sessionNamesWith(home, PAYLOAD), ...sessionNamesWith(home, SPEC)])].sort();
-}
-
-function sessionNamesWith(home: string, file: string): string[] {
-  try {
-    return listDir(snapshotsDir(home))
-      .filter((n) => SESSION_NAME.test(n) && fileExists(join(snapshotsDir(home), n, file)))
-      .sort();
-  } catch {
-    return [];
-  }
+  return { saved, known, flat };
 }
