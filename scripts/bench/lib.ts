@@ -6,7 +6,8 @@ import { join, resolve } from "node:path";
 
 export const REPO = resolve(import.meta.dir, "../..");
 export const PYTHON = "/usr/bin/python3";
-export const AWREPL_BIN = join(REPO, "dist/awrepl");
+/** The executable measured: dist/awrepl, or AWREPL_BENCH_BIN (another build, for a before/after). */
+export const AWREPL_BIN = process.env.AWREPL_BENCH_BIN || join(REPO, "dist/awrepl");
 
 /** One measured figure: raw samples plus how to read them. Matches jupyter.py's JSON. */
 export type Figure = { unit: string; samples: number[]; note?: string };
@@ -104,8 +105,11 @@ export function measureBaseline(runs: number): Figure {
   return figure("ms", samples);
 }
 
-/** A field of /proc/PID/status in MiB (VmRSS now, VmHWM peak); null when the process is gone. */
-export function procStatusMiB(pid: number, field: "VmRSS" | "VmHWM" = "VmRSS"): number | null {
+/**
+ * A field of /proc/PID/status in MiB (VmRSS now, VmHWM peak, RssAnon: VmRSS without the pages of
+ * files, i.e. of the executable); null when the process is gone.
+ */
+export function procStatusMiB(pid: number, field: "VmRSS" | "VmHWM" | "RssAnon" = "VmRSS"): number | null {
   try {
     const status = readFileSync(`/proc/${pid}/status`, "utf8");
     const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status);

@@ -327,6 +327,7 @@ export const FLOOR_ROWS: FloorRow[] = [
   },
   { label: "idle worker RSS", unit: "MiB", awrepl: "worker_idle_rss_mib", target: "≤ 11.7 MiB (no worse than before)", met: (v) => v <= 11.7 },
   { label: "idle supervisor RSS (one session)", unit: "MiB", awrepl: "supervisor_idle_rss_mib", target: "≤ 50 MiB (no worse than before)", met: (v) => v <= 50 },
+  { label: "the same, anonymous memory only (RssAnon)", unit: "MiB", awrepl: "supervisor_idle_rss_anon_mib", target: "(VmRSS − the executable's pages)" },
 ];
 
 function median(fig: Figure | undefined, stat: Stat = "p50"): number {
