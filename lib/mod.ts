@@ -6,20 +6,6 @@ export { AwreplError, ExitCode, type ErrorCode } from "./core/errors.ts";
 export type { CompletenessStatus, ExecuteOptions, SandboxProfile, Session, SessionOptions, SnapshotReport } from "./protocol/api.ts";
 export type { DisplayItem, ExecResult, ExecStatus, RestoreReport } from "./protocol/result.ts";
 export type { InspectInfo, NameFailure } from "./protocol/runtime.ts";
-export {
-  attach,
-  type AttachOptions,
-  closeAllSessions,
-  closeSession,
-  type Collected,
-  collectResult,
-  daemonStatus,
-  type DetachedCell,
-  interruptSession,
-  listSessions,
-  RemoteSession,
-  stopDaemon,
-  stopDaemonReport,
-  type DaemonStopReport,
-} from "./client/attach.ts";
+export { attach, type AttachOptions, type Collected, type DetachedCell, RemoteSession } from "./client/attach.ts";
+export { closeAllSessions, closeSession, collectResult, daemonStatus, interruptSession, listSessions, stopDaemon, stopDaemonReport, type DaemonStopReport } from "./client/daemon.ts";
 export type { StopSnapshot } from "./protocol/supervisor.ts";

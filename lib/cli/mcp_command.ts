@@ -111,7 +111,7 @@ async function waitCommand(ctx: CliContext, flags: WaitFlags): Promise<number> {
   const name = ctx.session();
   if (name === undefined) throw usageError("wait needs a session: awrepl -s NAME wait (or set AWREPL_SESSION)");
   const [{ collectResult }, { renderJson, renderText, useColor, writeRendered }, { writeStream }] = await Promise.all([
-    import("../client/attach.ts"),
+    import("../client/daemon.ts"),
     import("./render.ts"),
     import("./stdio.ts"),
   ]);

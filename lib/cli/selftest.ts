@@ -191,7 +191,7 @@ export async function selfTest(options: SelfTestOptions): Promise<number> {
   } finally {
     await shared?.close();
     try {
-      const { stopDaemon } = await import("../client/attach.ts");
+      const { stopDaemon } = await import("../client/daemon.ts");
       await stopDaemon({ env });
     } catch (err) {
       await say(`  ${paint("31", "FAIL")}  Stopping the self-test's supervisor: ${(err as Error).message}\n`);

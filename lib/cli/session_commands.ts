@@ -52,11 +52,11 @@ export function registerRemoteCommands(program: Command, ctx: CliContext, flags:
     .description("interrupt the session's running cell (from any shell)")
     .action(async () => {
       const name = requireSession(ctx);
-      const { interruptSession } = await import("../client/attach.ts");
+      const { interruptSession } = await import("../client/daemon.ts");
       const interrupted = await interruptSession(name, client());
       if (!interrupted) {
         const [{ listSessions }, { knownSessionNames }, { resolveHome }] = await Promise.all([
-          import("../client/attach.ts"),
+          import("../client/daemon.ts"),
           import("../session/snapshot_files.ts"),
           import("../settings/home.ts"),
         ]);
@@ -111,7 +111,7 @@ export function registerRemoteCommands(program: Command, ctx: CliContext, flags:
     .option("--all", "close every session")
     .option("--keep", "snapshot first and keep it: the next use of the name restores it (a session whose snapshot fails is not closed; exit 1)")
     .action(async (name: string | undefined, opts: { all?: boolean; keep?: boolean }) => {
-      const { closeAllSessionsReport, closeSessionReport } = await import("../client/attach.ts");
+      const { closeAllSessionsReport, closeSessionReport } = await import("../client/daemon.ts");
       const options = { ...client(), keep: opts.keep === true };
       let unsaved: StopSnapshot[];
       if (opts.all) {
@@ -141,7 +141,7 @@ export function registerRemoteCommands(program: Command, ctx: CliContext, flags:
     .description("is the supervisor running, and what does it hold")
     .option("--json", "print one JSON object (null when not running)")
     .action(async (opts: { json?: boolean }) => {
-      const { daemonStatus } = await import("../client/attach.ts");
+      const { daemonStatus } = await import("../client/daemon.ts");
       const status = await daemonStatus(client());
       if (opts.json) return print(JSON.stringify(status));
       if (!status) return print("Supervisor not running");
@@ -160,7 +160,7 @@ export function registerRemoteCommands(program: Command, ctx: CliContext, flags:
     .description("snapshot every session, then stop the supervisor and every worker (exit 1 if a session's state could not be saved)")
     .option("--json", "print one JSON object: {stopped, snapshots: [per session], unsaved: [names]}")
     .action(async (opts: { json?: boolean }) => {
-      const [{ stopDaemonReport }, { describeStopSnapshot }] = await Promise.all([import("../client/attach.ts"), import("../supervisor/persistence.ts")]);
+      const [{ stopDaemonReport }, { describeStopSnapshot }] = await Promise.all([import("../client/daemon.ts"), import("../supervisor/persistence.ts")]);
       const report = await stopDaemonReport(client());
       if (opts.json) print(JSON.stringify({ stopped: report.stopped, snapshots: report.snapshots, unsaved: report.unsaved.map((o) => o.session) }));
       const lines = [report.stopped ? "Supervisor stopped" : "Supervisor not running"];
@@ -179,7 +179,7 @@ export function registerRemoteCommands(program: Command, ctx: CliContext, flags:
       return Number(v);
     })
     .action(async (opts: { lines?: number }) => {
-      const { daemonLogPath } = await import("../client/attach.ts");
+      const { daemonLogPath } = await import("../client/daemon.ts");
       const path = daemonLogPath(client());
       const { readFileSync } = await import("node:fs");
       let text: string;
@@ -247,7 +247,7 @@ export async function varsCommand(ctx: CliContext, flags: SessionFlags, opts: { 
 
 /** `sessions` (also run without commander: lib/cli/program.ts). */
 export async function sessionsCommand(ctx: CliContext, opts: { json?: boolean }): Promise<void> {
-  const [{ listSessions }, names] = await Promise.all([import("../client/attach.ts"), import("../session/snapshot_names.ts")]);
+  const [{ listSessions }, names] = await Promise.all([import("../client/daemon.ts"), import("../session/snapshot_names.ts")]);
   const rows = await listSessions({ env: ctx.env, layout: ctx.layout });
   if (opts.json) return print(JSON.stringify(rows));
   // Sessions that exist only as a snapshot come back on their next use: say which, and which

@@ -4,7 +4,8 @@
 // Every handler catches its own failures: a thrown error would reach the host as a bare message, and
 // awrepl's stable error code would be lost.
 import type { McpServer } from "@modelcontextprotocol/server";
-import { type AttachOptions, attach, closeSession, interruptSession, listSessions, type RemoteSession } from "../client/attach.ts";
+import { type AttachOptions, attach, type RemoteSession } from "../client/attach.ts";
+import { closeSession, interruptSession, listSessions } from "../client/daemon.ts";
 import { savedSessionNames } from "../session/snapshot_files.ts";
 import type { HomeLayout } from "../settings/home.ts";
 import { CellTools } from "./cell_tools.ts";

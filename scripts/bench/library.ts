@@ -6,7 +6,8 @@
 //   bun scripts/bench/library.ts [--smoke]      prints its figures as JSON
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { attach, daemonStatus, stopDaemon } from "../../lib/client/attach.ts";
+import { attach } from "../../lib/client/attach.ts";
+import { daemonStatus, stopDaemon } from "../../lib/client/daemon.ts";
 import { ReplSession } from "../../lib/session/session.ts";
 import { SpareWorkers } from "../../lib/worker/spare.ts";
 import type { Session } from "../../lib/protocol/api.ts";

@@ -2,7 +2,8 @@
 // worker's RSS when idle. Read from /proc (VmRSS) after a settle, so it is what the kernel charges.
 //
 //   bun scripts/bench/memory.ts [--smoke]      prints its figures as JSON
-import { attach, closeAllSessions, listSessions } from "../../lib/client/attach.ts";
+import { attach } from "../../lib/client/attach.ts";
+import { closeAllSessions, listSessions } from "../../lib/client/daemon.ts";
 import { type BenchOptions, cleanUpHome, supervisorPid } from "./library.ts";
 import { AWREPL_BIN, type Figures, figure, log, procStatusMiB, PYTHON, tempHome, withTimeout } from "./lib.ts";
 

@@ -9,7 +9,7 @@
 //   bun scripts/bench/shell_call.ts [--smoke] [--json]
 // --json prints the figures as one JSON line at the end (scripts/bench/all.ts reads it).
 import { spawn } from "node:child_process";
-import { daemonStatus } from "../../lib/client/attach.ts";
+import { daemonStatus } from "../../lib/client/daemon.ts";
 import { AWREPL_BIN, type Figures, figure, log, PYTHON, summarize, sweepHome, tempHome, timeSpawn, waitUntilAsync } from "./lib.ts";
 
 const args = process.argv.slice(2);

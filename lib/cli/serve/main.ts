@@ -1,6 +1,7 @@
 // The body of `serve`, loaded only when the command runs: opens the session (attached in the supervisor
 // when named, a worker of its own when not), picks the terminal or the piped mode, and leaves cleanly.
-import { listSessions, attach } from "../../client/attach.ts";
+import { attach } from "../../client/attach.ts";
+import { listSessions } from "../../client/daemon.ts";
 import type { HomeLayout } from "../../settings/home.ts";
 import { ReplSession } from "../../session/session.ts";
 import type { Session } from "../../protocol/api.ts";
