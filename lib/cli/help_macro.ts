@@ -3,7 +3,7 @@
 // is not a terminal (80 columns, no colours), for the program and each of its commands, so that
 // `awrepl --help` and `awrepl CMD --help` need no commander at run time.
 import type { Command } from "commander";
-import { buildProgram } from "./program.ts";
+import { buildProgram } from "./commands.ts";
 
 /** What commander prints for `cmd`'s help where stdout is not a terminal. */
 export function capturedHelp(cmd: Command): string {

@@ -3,7 +3,8 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { rejection, useWorkers } from "../../tests/harness/mod.ts";
-import { openPayload, PayloadFile, readDataFrame, restoreFromFile, snapshotToFile } from "./payload.ts";
+import { openPayload, PayloadFile, restoreFromFile, snapshotToFile } from "./payload.ts";
+import { readDataFrame } from "../wire/data_frames.ts";
 
 const workers = useWorkers();
 const startWorker = workers.start;

@@ -25,10 +25,8 @@ import { type FileHandle, open } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { AwreplError } from "../core/errors.ts";
 import type { DoneEvent, RestoreRequest, SnapshotRequest } from "../protocol/runtime.ts";
+import { PIECE_BYTES } from "../wire/data_frames.ts";
 import type { RequestHandlers, Worker } from "./worker.ts";
-
-/** Raw bytes per `data` request a restore sends (the runtime's snapshot pieces are the same size). */
-export const PIECE_BYTES = 1 << 18;
 
 /**
  * Receives one snapshot's `data` events into a temporary file beside `target` (`.<name>.<pid>.tmp`,
@@ -221,30 +219,4 @@ export async function snapshotToFile(worker: Worker, target: string, caps: Snaps
 export async function restoreFromFile(worker: Worker, path: string, maxBytes = 0): Promise<DoneEvent> {
   const source = await openPayload(path, maxBytes);
   return worker.request(restoreRequest(source), undefined, source.pieces());
-}
-
-const DATA_OPEN = Buffer.from('{"event":"data","id":"');
-const SEQ_KEY = Buffer.from('","seq":');
-const DATA_KEY = Buffer.from(',"data":"');
-
-/**
- * `{"event":"data","id":"7","seq":12,"data":"<base64>"}` (the exact shape runtime.py writes) read
- * without JSON.parse, the piece decoded; null for any other line (a data event in another shape still
- * arrives through the JSON path).
- */
-export function readDataFrame(line: Uint8Array): { id: string; seq: number; piece: Buffer } | null {
-  const n = line.length;
-  if (n < DATA_OPEN.length + 20 || line[n - 1] !== 0x7d || line[n - 2] !== 0x22) return null;
-  for (let i = 0; i < DATA_OPEN.length; i++) if (line[i] !== DATA_OPEN[i]) return null;
-  const buf = Buffer.from(line.buffer, line.byteOffset, n);
-  const idEnd = buf.indexOf(SEQ_KEY, DATA_OPEN.length);
-  if (idEnd < 0) return null;
-  const id = buf.toString("latin1", DATA_OPEN.length, idEnd);
-  if (id.includes("\\") || id.includes('"')) return null;
-  const seqStart = idEnd + SEQ_KEY.length;
-  const dataKey = buf.indexOf(DATA_KEY, seqStart);
-  if (dataKey < 0) return null;
-  const seq = Number(buf.toString("latin1", seqStart, dataKey));
-  if (!Number.isInteger(seq) || seq < 0) return null;
-  return { id, seq, piece: Buffer.from(buf.toString("latin1", dataKey + DATA_KEY.length, n - 2), "base64") };
 }

@@ -18,7 +18,7 @@ import { LineSplitter } from "../wire/lines.ts";
 import { PipeWriter } from "../wire/pipe_writer.ts";
 import type { DisplayEvent, DoneEvent, ErrorEvent, IdRequest, ReadyEvent, RuntimeEvent, WorkerFacts } from "../protocol/runtime.ts";
 import { RawText, readOutputFrame } from "../wire/output_frames.ts";
-import { PIECE_BYTES, readDataFrame } from "./payload.ts";
+import { PIECE_BYTES, readDataFrame } from "../wire/data_frames.ts";
 import { describeStartFailure, describeStartTimeout, kindOf, transportFailure, transportName, type WorkerKind } from "./transport_failure.ts";
 
 export type WorkerState = "starting" | "ready" | "closed" | "dead";

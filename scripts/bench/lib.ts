@@ -10,6 +10,9 @@ export const PYTHON = "/usr/bin/python3";
 export const AWREPL_BIN = process.env.AWREPL_BENCH_BIN || join(REPO, "dist/awrepl");
 
 /** One measured figure: raw samples plus how to read them. Matches jupyter.py's JSON. */
+/** Every benchmark script takes these (the smoke test runs each in a tiny mode). */
+export type BenchOptions = { smoke?: boolean };
+
 export type Figure = { unit: string; samples: number[]; note?: string };
 export type Figures = Record<string, Figure>;
 

@@ -13,8 +13,7 @@ import { SpareWorkers } from "../../lib/worker/spare.ts";
 import type { Session } from "../../lib/protocol/api.ts";
 import { cellThroughput } from "./floors.ts";
 import { roundTripFigures } from "./round_trip.ts";
-import {
-  AWREPL_BIN,
+import { type BenchOptions, AWREPL_BIN,
   bigOutputCell,
   childUsage,
   type Figures,
@@ -26,10 +25,8 @@ import {
   PYTHON,
   tempHome,
   timeSpawn,
-  withTimeout,
-} from "./lib.ts";
+  withTimeout, } from "./lib.ts";
 
-export type BenchOptions = { smoke?: boolean };
 
 const CALL_MS = 30_000;
 

@@ -4,7 +4,8 @@
 //   bun scripts/bench/memory.ts [--smoke]      prints its figures as JSON
 import { attach } from "../../lib/client/attach.ts";
 import { closeAllSessions, listSessions } from "../../lib/client/daemon.ts";
-import { type BenchOptions, cleanUpHome, supervisorPid } from "./library.ts";
+import { cleanUpHome, supervisorPid } from "./library.ts";
+import type { BenchOptions } from "./lib.ts";
 import { AWREPL_BIN, type Figures, figure, log, procStatusMiB, PYTHON, tempHome, withTimeout } from "./lib.ts";
 
 const CALL_MS = 30_000;

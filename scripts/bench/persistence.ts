@@ -4,9 +4,8 @@
 //
 //   bun scripts/bench/persistence.ts [--smoke]      prints its figures as JSON and a short table
 import { ReplSession } from "../../lib/session/session.ts";
-import { type Figures, figure, log, PYTHON, summarize, tempHome } from "./lib.ts";
+import { type BenchOptions, type Figures, figure, log, PYTHON, summarize, tempHome } from "./lib.ts";
 
-export type BenchOptions = { smoke?: boolean };
 
 /** Per-cell wall time of `count` back-to-back cells, in ms (the first `warm` are not counted). */
 async function perCell(session: ReplSession, cell: (i: number) => string, count: number, warm = 20): Promise<number[]> {

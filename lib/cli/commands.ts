@@ -1,0 +1,143 @@
+// The command line as commander declares it: every command, option and help text. Loaded only off
+// the fast paths (lib/cli/program.ts), and by the build-time macro that makes the help texts
+// (help_macro.ts), so the fast paths need no commander.
+import type { Command } from "commander";
+import { usageError } from "../core/errors.ts";
+import { checkSessionName } from "../core/names.ts";
+import { AWREPL_VERSION } from "../core/version.ts";
+import { makeContext } from "./context.ts";
+import { countOption } from "./options.ts";
+import { oneLine } from "./report.ts";
+import { type RunArgs, runCommand } from "./run.ts";
+import type { SandboxFlags } from "./session_options.ts";
+
+const VERSION = AWREPL_VERSION;
+
+const EXAMPLES = `
+Examples:
+  awrepl run "print(1 + 2)"                  # one cell in a throwaway interpreter
+  awrepl -s agent run "x = 42"               # a named session: state survives this process
+  awrepl -s agent run "x + 1"                # prints 43 (the trailing expression's repr)
+  awrepl -s agent run - <<'EOF'              # a heredoc: no shell quoting trouble
+  import json
+  data = {"a": [1, 2, 3]}
+  print(json.dumps(data))
+  EOF
+  awrepl run -f script.py --timeout 5000     # a file, stopped after 5 s (exit 124)
+  awrepl run "1/0" --json                    # one JSON object: the ExecResult
+  awrepl --self-test                         # prove the contract on this machine
+
+Exit status: 0 ok, 1 the cell raised, 2 usage error, 124 timeout, 125 awrepl failed, 130 interrupted.
+Environment: AWREPL_SESSION (default session), AWREPL_PYTHON, AWREPL_HOME (state directory), NO_COLOR.
+`;
+
+const RUN_EXAMPLES = `
+Examples:
+  awrepl run "print(1 + 2)"
+  awrepl -s agent run - <<'EOF'
+  rows = [line.split(",") for line in open("data.csv")]
+  len(rows)
+  EOF
+  cat cell.py | awrepl -s agent run --json
+  awrepl run --timeout 5000 --max-output 4096 -f job.py
+
+Text mode prints the cell's stdout and stderr as they arrive, then the trailing value; on an exception,
+the failing line and \`ExceptionType: message\` (--traceback: every frame). Exit status: 0 ok, 1 the cell
+raised, 2 usage error, 124 timeout, 125 awrepl failed, 130 interrupted.
+`;
+
+/** Commander's collector for a repeatable option. */
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: number) => void): Promise<Command> {
+  const { Command, Option } = await import("commander");
+  const program = new Command("awrepl");
+  program
+    .description("A persistent Python REPL for agents and people: state that survives between shell calls.")
+    .usage("[--session NAME] <command> [options]")
+    .version(VERSION, "-V, --version", "print the version")
+    .helpOption("-h, --help", "show this help")
+    .helpCommand("help [command]", "show help for a command")
+    .option("-s, --session <name>", "run in the named session (kept by a background supervisor); default $AWREPL_SESSION")
+    .option("--python <cmd>", "interpreter command line for a new session (default: $AWREPL_PYTHON, config, venv, python3)")
+    .option("--sandbox", "run a new session's worker in a sandbox (bubblewrap): no network, read-only but the cwd, home secrets hidden, env allowlist")
+    .option("--no-sandbox", "no sandbox for a new session, whatever the config says")
+    .option("--sandbox-net", "with --sandbox: keep the network")
+    .option("--env <name>", "with --sandbox: pass this environment variable in (repeatable)", collect, [] as string[])
+    .option("--sandbox-write <path>", "with --sandbox: this path is writable too (repeatable)", collect, [] as string[])
+    .option("--self-test", "prove the contract on this machine (no network) and exit")
+    .addHelpText("after", EXAMPLES)
+    .showSuggestionAfterError(true)
+    .exitOverride()
+    .configureOutput({
+      writeOut: (s) => process.stdout.write(s),
+      writeErr: (s) => process.stderr.write(s),
+      outputError: (s, write) => write(`awrepl: ${oneLine(s)}\n`),
+    });
+
+  const pythonFlag = () => program.opts<{ python?: string }>().python;
+  const sessionFlags = () => {
+    const o = program.opts<{ sandbox?: boolean; sandboxNet?: boolean; env: string[]; sandboxWrite: string[] }>();
+    const flags: SandboxFlags & { python?: string } = { python: pythonFlag() };
+    if (o.sandbox !== undefined) flags.sandbox = o.sandbox;
+    if (o.sandboxNet) flags.net = true;
+    if (o.env.length) flags.env = o.env;
+    if (o.sandboxWrite.length) flags.write = o.sandboxWrite;
+    return flags;
+  };
+  const ctx = await makeContext(() => program.opts<{ session?: string }>().session, env, sessionFlags);
+
+  program
+    .command("run")
+    .description("run one cell: CODE, - (stdin), -f FILE, or piped stdin")
+    .argument("[code]", "Python code; - reads stdin (use -- before code that starts with -)")
+    .option("-f, --file <file>", "read the cell from FILE (__file__ is set to it; tracebacks name it)")
+    .option("--json", "print exactly one JSON object: the ExecResult")
+    .option("--traceback", "show every traceback frame (default: the failing cell line and the error)")
+    .addOption(new Option("--timeout <ms>", "per-cell timeout in ms, 0 = none (default 30000)").argParser((v) => countOption("--timeout", "timeoutMs", v)))
+    .addOption(new Option("--max-output <bytes>", "bytes kept per cell of stdout+stderr, of the display entries' text, and of the value, the exception and the traceback each, 0 = no limit (default 65536)").argParser((v) => countOption("--max-output", "maxOutputBytes", v)))
+    .option("--autosave", "with --session: snapshot after every cell that changes the namespace, so a timeout kill loses only that cell")
+    .option("--display-dir <dir>", "write the cell's display files (plots, images) to DIR, created if missing (default: the state directory)")
+    .addHelpText("after", RUN_EXAMPLES)
+    .action(async (code: string | undefined, opts: { file?: string; json?: boolean; traceback?: boolean; timeout?: number; maxOutput?: number; autosave?: boolean; displayDir?: string }) => {
+      const args: RunArgs = { code, file: opts.file, json: opts.json, traceback: opts.traceback, timeoutMs: opts.timeout, maxOutputBytes: opts.maxOutput };
+      if (opts.autosave) args.autosave = true;
+      if (opts.displayDir !== undefined) args.displayDir = opts.displayDir;
+      const python = pythonFlag();
+      if (python !== undefined) args.python = python;
+      setExit(await runCommand(args, ctx));
+    });
+
+  const { registerRemoteCommands } = await import("./session_commands.ts");
+  registerRemoteCommands(program, ctx, sessionFlags, setExit);
+  const { registerTrustCommand } = await import("./trust_command.ts");
+  registerTrustCommand(program, ctx);
+  const { registerServeCommand } = await import("./serve/command.ts");
+  registerServeCommand(program, ctx, setExit);
+  const { registerMcpCommands } = await import("./mcp_command.ts");
+  registerMcpCommands(program, ctx, setExit, pythonFlag, VERSION);
+  const { registerCompletionCommands } = await import("./completion.ts");
+  registerCompletionCommands(program, ctx, VERSION);
+
+  // A bad --session or --python is reported before any command runs, whether or not that command uses it.
+  program.hook("preAction", () => {
+    const flag = program.opts<{ session?: string }>().session;
+    if (flag !== undefined) checkSessionName(flag);
+    const python = pythonFlag();
+    if (python !== undefined && python.trim() === "") throw usageError(`--python needs an interpreter command, not ${JSON.stringify(python)}`);
+  });
+
+  program.allowExcessArguments(true).action(async (opts: { selfTest?: boolean }, command: Command) => {
+    const [unknown] = command.args;
+    if (unknown !== undefined) throw usageError(`Unknown command ${JSON.stringify(unknown)}: try 'awrepl --help'`);
+    if (opts.selfTest) {
+      const { selfTest } = await import("./selftest.ts");
+      setExit(await selfTest({ python: pythonFlag(), env }));
+      return;
+    }
+    throw usageError("Missing command: try 'awrepl --help'");
+  });
+  return program;
+}
