@@ -1,12 +1,11 @@
-// The command line: global options (-s/--session before or after the subcommand, AWREPL_SESSION,
-// --python, --self-test, --version), `run`, and the supervisor's commands (lib/cli/session_commands.ts).
+// The command line's entry: main() runs a command and returns its exit status.
 //
-// main() first tries the fast paths, which need no commander (it and the node: modules it imports cost
-// ~7 ms per start, most of the hot path's budget): `--version`, the help texts (built at build time
-// from this very program: lib/cli/help_text.ts), a well-formed `run` (parseFastRun), `vars` and
-// `sessions` (parseFastView). Everything else, including every malformed command, goes through
-// commander, configured so that a usage error is one line on stderr and exit status 2: one source of
-// error messages.
+// It first tries the fast paths, which need no commander (commander and the node: modules it imports
+// cost ~7 ms per start, most of the hot path's budget): `--version`, the help texts (made at build
+// time from the commander program: lib/cli/help_text.ts), a well-formed `run` (parseFastRun), `vars`
+// and `sessions` (parseFastView). Everything else, including every malformed command, goes through
+// commander (lib/cli/commands.ts), configured so that a usage error is one line on stderr and exit
+// status 2: one source of error messages.
 import type { CommanderError } from "commander";
 import { ExitCode } from "../core/errors.ts";
 import { AWREPL_VERSION } from "../core/version.ts";
