@@ -588,6 +588,8 @@ function groupRuns(pgid: number): boolean {
   return false;
 }
 
+// Linux only: the tests wait for the killed worker through /proc (gone, not just signalled) before the
+// session can have seen its exit; other systems have no /proc to tell.
 describe.skipIf(process.platform !== "linux")("a worker gone before the session saw its exit", () => {
   test("the next cell runs in a fresh worker restored from the autosave, not reported as died", async () => {
     const s = await start({ autosave: true });

@@ -357,8 +357,3 @@ function legacyTarget(dir: string, file: string): [string, string] | null | unde
   }
   return null;
 }
-
-/** For tests: forget which homes were migrated in this process. */
-export function resetMigrationMemo(): void {
-  migrated.clear();
-}

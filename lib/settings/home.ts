@@ -53,11 +53,6 @@ export function privateDirProblem(dir: string): string | null {
   return null;
 }
 
-/** The state directory, created and private. */
-export function ensureStateDir(env: NodeJS.ProcessEnv = process.env): string {
-  return ensurePrivateDir(stateDir(env));
-}
-
 /** Longest Unix socket path we bind (sun_path is 104 bytes on macOS, 108 on Linux, including the NUL). */
 const MAX_SOCKET_PATH = 100;
 

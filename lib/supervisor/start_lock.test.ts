@@ -51,6 +51,7 @@ describe("acquireStartLock", () => {
     }));
 });
 
+// A real full disk is a tiny tmpfs, which only root on Linux can mount (CI runs as root).
 describe.skipIf(!CAN_MOUNT_TMPFS)("on a full disk", () => {
   test("the lock fails with the disk's error and leaves no file behind", () =>
     withFullDisk((dir) => {

@@ -223,6 +223,7 @@ test("--python for a live session is not ignored silently (item 17)", () =>
   }),
 30_000);
 
+// A real full disk is a tiny tmpfs, which only root on Linux can mount (CI runs as root).
 describe.skipIf(!CAN_MOUNT_TMPFS)("a full disk at start-up (item 19)", () => {
   test("a clear error, and no lock, temporary or log file left behind", () =>
     withFullDisk(async (home) => {

@@ -199,7 +199,8 @@ describe("the default session and --cwd", () => {
   });
 });
 
-// The issue's own scenario, slow (about 95 s): AWREPL_MCP_SLOW=1 runs it.
+// The issue's own scenario at full length (about 95 s): AWREPL_MCP_SLOW=1 runs it. Every CI run covers
+// the same path with a short cell and wait (mcp.test.ts: running, then wait returns the result).
 describe.skipIf(!process.env.AWREPL_MCP_SLOW)("a 90 s cell", () => {
   test("with a 2 s wait returns running; wait returns running again after its 50 s, then the result; heartbeats every 10 s", async () => {
     await withHome(async (home) => {
