@@ -83,15 +83,16 @@ Sections, in file order (each opens with a ``# ----`` banner):
     The loop         the asyncio loop, created lazily; request dispatch
     Namespace        the user namespace and the ``awrepl`` module (emit, host_request)
     Rich display     display(), the Jupyter repr protocol, matplotlib inline, IPython.display hooks
-    Reader thread    reading requests, interrupts, ping, heartbeat, exit now; the watchdog
+    Reading          who reads requests (the main thread between requests, the reader thread
+                     while one runs); interrupts, ping, heartbeat, exit now; the watchdog
     Introspection    variables, inspect, reset, list_names
     Editing help     complete, is_complete
     Signatures       the published-call index and the call-shape remedies drawn from it
     Snapshots        snapshot / restore: dill when importable, else pickle
     Start-up         main(), the serve loop, exit
 
-Interrupts: the reader thread SIGINTs the main thread (a SIGINT sent to the process
-does the same). Exit and cleanup: the runtime leads a process group of its own (it
+Interrupts: the reader thread, which reads requests while one runs, SIGINTs the main
+thread (a SIGINT sent to the process does the same). Exit and cleanup: the runtime leads a process group of its own (it
 calls setpgid when it was started inside another's: behind ssh, bwrap, docker exec);
 stdin EOF means shutdown, and a watchdog process ends the group 2 s later whatever
 runs (0.5 s when the reader never saw the EOF and we spin: a C loop holds the GIL), when the
@@ -179,7 +180,7 @@ def _move_high(fd):
 class _Pump(object):
     """One fd (1 or 2) redirected into a pipe; the pump thread drains it to stdout/stderr events."""
 
-    __slots__ = ("chan", "rfd", "wfd", "seen", "busy", "wake", "check", "decoder", "carry", "turn")
+    __slots__ = ("chan", "rfd", "wfd", "seen", "busy", "wake", "decoder", "carry", "turn")
 
     def __init__(self, fd, chan):
         self.chan = chan
@@ -194,7 +195,6 @@ class _Pump(object):
         self.decoder = None  # the pump thread's incremental UTF-8 decoder
         self.carry = b""  # a fence marker's first bytes, held until the rest arrives
         self.turn = 0  # when the pump thread last read this pipe
-        self.check = None  # the main thread's: one poll object must not be polled concurrently
 
 
 def _setup_fds():
@@ -344,6 +344,8 @@ _timer_wake.acquire()
 _live_cell = None  # id of the execute request currently running
 BATCH_BYTES = 8192
 BATCH_SECONDS = 0.05
+TIMER_LINGER_SECONDS = 0.2
+_requests_started = 0
 
 
 # Control bytes JSON needs escaped, other than the \t \n \r the fast path replaces itself.
@@ -351,7 +353,7 @@ _RARE_CONTROLS = bytes(c for c in range(32) if c not in (9, 10, 13))
 
 
 def _text_frame(chan, cid, text):
-    """A stdout/stderr frame built directly: the generic encoder is several times slower."""
+    """A stdout, stderr or result frame built directly: the generic encoder is several times slower."""
     if cid is None:
         head = '{"event":"%s","id":null,"text":' % chan
     else:
@@ -480,16 +482,31 @@ def _block_sigint():
 
 
 def _batch_timer():
-    """While a cell runs, ship its batch every 50 ms even when the cell stops printing."""
-    import time
+    """While requests come: one that has run TURN_SECONDS gives the reader thread the turn to read
+    requests (_give_turn); a cell's batch ships every BATCH_SECONDS even when the cell stops
+    printing. It ticks on for TIMER_LINGER_SECONDS after the last request: waking it costs the
+    request that does so a GIL hand-over (~40 µs), which back-to-back requests then do not pay."""
     _block_sigint()
     while True:
-        _timer_wake.acquire()  # released when an execute starts
-        while _live_cell is not None or _bparts:
-            time.sleep(BATCH_SECONDS)
-            if _bparts:
+        _timer_wake.acquire()  # released when a request starts while the timer sleeps
+        flushed = quiet = _monotonic()
+        seen = _requests_started
+        while True:
+            r = _active
+            watch = r is not None and _turn_main
+            _sleep(TURN_SECONDS if watch else BATCH_SECONDS)
+            if watch:
+                _give_turn(r)
+            now = _monotonic()
+            if _bparts and now - flushed >= BATCH_SECONDS * 0.9:
                 with _wlock:
                     _flush_batch_locked()
+                flushed = now
+            if _requests_started != seen or _active is not None or _live_cell is not None or _bparts:
+                seen = _requests_started
+                quiet = now
+            elif now - quiet >= TIMER_LINGER_SECONDS:
+                break
 
 
 # ---------------------------------------------------------------------------------------------
@@ -741,15 +758,16 @@ def _fence(pumps, r):
             _libc_fflush()
         except Exception:
             pass
+    unread = None  # the pipes holding bytes: one poll for both
+    if _fence_poll is not None:
+        try:
+            unread = [fd for fd, _ in _fence_poll.poll(0)]
+        except OSError:
+            pass
     waits = []
     for p in pumps:
-        if p.check is not None:
-            try:
-                ready = p.check.poll(0)
-            except OSError:
-                ready = True
-            if not ready and not p.busy:
-                continue  # pipe empty and pump idle: everything written so far has shipped
+        if unread is not None and p.rfd not in unread and not p.busy:
+            continue  # pipe empty and pump idle: everything written so far has shipped
         target = p.seen + 1
         try:
             _os_write(p.wfd, _FENCE)
@@ -766,6 +784,7 @@ def _fence(pumps, r):
 
 
 _libc = None
+_fence_poll = None
 
 
 def _libc_fflush():
@@ -827,7 +846,7 @@ def _enqueue(r):
 
 
 def _activate(r):
-    global _active, _live_cell
+    global _active, _live_cell, _requests_started
     if not _watchdog_started:
         _start_watchdog()  # not before ready: spawning it is not on the path to the handshake
     if _sh_pids:
@@ -840,9 +859,10 @@ def _activate(r):
             pass
     if r.type == "execute":
         _live_cell = r.id
-        if _timer_wake.locked():
-            _timer_wake.release()  # the batch timer ticks while the cell runs
         _fast_switching(True)
+    _requests_started += 1
+    if _timer_wake.locked():
+        _timer_wake.release()  # the batch timer ticks while requests come
     return r.kbi
 
 
@@ -867,7 +887,7 @@ def _fast_switching(on):
 
 
 def _interrupt(rid):
-    """Reader thread: route an interrupt to the running request, or park it on a queued one."""
+    """Whoever reads requests: route an interrupt to the running request, or park it on a queued one."""
     global _sig_for
     with _slock:
         a = _active
@@ -1351,7 +1371,7 @@ def _complete(r, value):
             _show_value(value)  # its richer forms (html, png, ...) as a display entry
     finally:
         r.in_user = False
-    r.result = _frame({"event": "result", "id": r.id, "text": text})
+    r.result = _text_frame("result", r.id, text)
 
 
 def _finish(r, extra=None, status=None):
@@ -1387,7 +1407,12 @@ def _finish(r, extra=None, status=None):
     r.done = True
     if _inbound:
         _inbound.pop(r.id, None)  # a restore that never ran (interrupted while queued)
-    data = _frame(msg) if r.id is not None else b""
+    if r.id is None:
+        data = b""
+    elif len(msg) == 3 and type(r.id) is str:  # the usual done, built directly
+        data = ('{"event":"done","id":%s,"status":"%s"}\n' % (_esc_ascii(r.id), msg["status"])).encode("ascii")
+    else:
+        data = _frame(msg)
     if r.result is not None:
         data = r.result + data
     _close_batch(data)
@@ -1517,6 +1542,7 @@ def _ensure_loop():
     _wake = ev.set
     _dispatcher_task = contextvars.Context().run(lp.create_task, _dispatcher(ev))
     _loop = lp
+    _give_turn()  # the loop's thread never waits in a read: the reader thread reads from now on
 
 
 def _drop_loop():
@@ -1738,7 +1764,7 @@ async def _host_request(data):
 
 
 def _host_reply(hid, data):
-    """Reader thread: resolve the awaiting host_request; unknown or cancelled ids are dropped."""
+    """Whoever reads requests: resolve the awaiting host_request; unknown or cancelled ids are dropped."""
     fut = _host_waiters.get(hid)
     if fut is None:
         return
@@ -2237,7 +2263,7 @@ def _install_display():
 
 
 # ---------------------------------------------------------------------------------------------
-# The reader thread
+# Reading requests: the main thread between requests, the reader thread while one runs
 # ---------------------------------------------------------------------------------------------
 
 _NEEDS_NO_ID = ("interrupt", "host_reply", "shutdown")
@@ -2250,7 +2276,7 @@ _DATA_HEAD = b'{"type":"data","id":"'
 
 
 def _on_line(line):
-    """Reader thread: one request line. interrupt, host_reply, data, ping, heartbeat, info and
+    """Whoever reads requests: one request line. interrupt, host_reply, data, ping, heartbeat, info and
     `shutdown now` are handled here, at once, also while a request runs; the rest is queued."""
     if line.startswith(_DATA_HEAD) and _data_line(line):
         return
@@ -2297,45 +2323,154 @@ def _on_line(line):
     _enqueue(r)
 
 
+# Who reads the requests. Between requests the main thread reads them itself: handing each one over
+# from a reader thread costs a thread wake-up per request, which on small VMs is most of a round
+# trip (execute("1+1") over raw pipes: ~120 µs through the reader thread, ~45 µs without it). While a
+# request runs someone else must read (interrupts, pings, info, a restore's payload), so the reader
+# thread gets the turn when a request has run TURN_SECONDS (the batch timer sees to it), when the
+# event loop starts (the loop's thread never sits in a read), when a request waits on the reader
+# (a restore's payload), and for good once stdin is at its end. The main thread takes it back over
+# the turn pipe when it is idle again; requests the reader has queued meanwhile go first. A short
+# request that has the turn leaves an interrupt or a ping unread for at most TURN_SECONDS.
+TURN_SECONDS = 0.002
+_turn_lock = _thread.allocate_lock()
+_turn_main = False  # the main thread reads (between requests); else the reader thread does
+_reader_go = _thread.allocate_lock()  # released: the reader thread has the turn
+_reader_go.acquire()
+_reader_parked = _thread.allocate_lock()  # released: the reader gave the turn back
+_reader_parked.acquire()
+_turn_r = _turn_w = -1  # the turn pipe: a byte asks the reader thread to give the turn back
+_stdin_ended = False
+_parts = []  # the first pieces of a request line whose newline has not arrived (the next reader's)
+REQUEST_READ = 1 << 16  # a larger buffer is above glibc's mmap threshold: every request would pay
+# an mmap + mremap + munmap (~35 µs); longer lines arrive in parts.
+
+
+def _setup_turn():
+    """The main thread reads between requests when the reader thread can be told to stop reading
+    (select.poll on the request fd and the turn pipe); otherwise the reader thread reads always."""
+    global _turn_main, _turn_r, _turn_w, _select
+    try:
+        import select as _select
+        _select.poll
+        r, w = os.pipe()
+    except (ImportError, AttributeError, OSError):
+        _reader_go.release()
+        return
+    _turn_r, _turn_w = _move_high(r), _move_high(w)
+    _keep.extend((_turn_r, _turn_w))
+    _turn_main = True
+
+
+def _feed(chunk):
+    """Split request bytes into lines and handle each; a line's unfinished end waits in _parts."""
+    start = 0
+    while True:
+        i = chunk.find(b"\n", start)
+        if i < 0:
+            if start < len(chunk):
+                _parts.append(chunk[start:])
+            return
+        if _parts:
+            _parts.append(chunk[start:i])
+            line = b"".join(_parts)
+            del _parts[:]
+        else:
+            line = chunk[start:i]
+        start = i + 1
+        try:
+            _on_line(line)
+        except Exception as e:  # whoever reads never dies of a request
+            try:
+                _protocol_error(None, "bad request: %s: %s" % (type(e).__name__, _safe_str(e)))
+            except Exception:
+                pass
+
+
+def _give_turn(busy=None):
+    """Any thread: the reader thread reads from now on; with busy, only while that request runs
+    (main is not reading then: it reads only between requests)."""
+    global _turn_main
+    with _turn_lock:
+        if not _turn_main or (busy is not None and (busy.done or _active is not busy)):
+            return
+        _turn_main = False
+        _reader_go.release()
+
+
+def _take_turn():
+    """Main thread, between requests: True once it may read; False while the reader must keep the
+    turn (the event loop runs, stdin ended, no turn pipe)."""
+    with _turn_lock:
+        if _turn_main:
+            return True
+    if _loop is not None or _stdin_ended or _turn_w < 0:
+        return False
+    try:
+        _os_write(_turn_w, b"t")
+    except OSError:
+        return False
+    while not _reader_parked.acquire(True, 0.05):
+        if _stdin_ended:
+            return False  # the reader is ending the process: it never parks again
+    return True
+
+
+def _main_read():
+    """Main thread, between requests, holding the turn: one read of requests, handled (queued)."""
+    global _stdin_ended
+    try:
+        chunk = _os_read(_req_fd, REQUEST_READ)
+    except InterruptedError:
+        return
+    except OSError:
+        chunk = b""
+    if chunk:
+        return _feed(chunk)
+    _stdin_ended = True
+    _give_turn()  # the reader thread finds the end too and ends the process as it always has
+
+
 def _reader():
+    global _turn_main
     _block_sigint()
-    parts = []
+    poller = None
+    if _turn_r >= 0:
+        poller = _select.poll()
+        poller.register(_req_fd, _select.POLLIN)
+        poller.register(_turn_r, _select.POLLIN)
     fd = _req_fd
     while True:
-        try:
-            # 64 KiB: a larger buffer is above glibc's mmap threshold, and every request would pay an
-            # mmap + mremap + munmap (~35 µs of a ~100 µs round trip); longer lines arrive in parts.
-            chunk = _os_read(fd, 1 << 16)
-        except InterruptedError:
-            continue
-        except OSError:
-            chunk = b""
-        if not chunk:
-            break
-        start = 0
+        _reader_go.acquire()  # the turn
         while True:
-            i = chunk.find(b"\n", start)
-            if i < 0:
-                if start < len(chunk):
-                    parts.append(chunk[start:])
-                break
-            if parts:
-                parts.append(chunk[start:i])
-                line = b"".join(parts)
-                parts = []
-            else:
-                line = chunk[start:i]
-            start = i + 1
-            try:
-                _on_line(line)
-            except Exception as e:  # the reader never dies
+            if poller is not None:
                 try:
-                    _protocol_error(None, "bad request: %s: %s" % (type(e).__name__, _safe_str(e)))
-                except Exception:
-                    pass
-    # stdin closed: equivalent to shutdown, and the process is gone soon whatever runs. The
-    # watchdog learns that we saw the EOF (without this byte it ends us 0.5 s after the hang-up:
-    # a reader that cannot see the EOF is stuck behind a C loop holding the GIL).
+                    ready = dict(poller.poll())
+                except InterruptedError:
+                    continue
+                if ready.get(_turn_r):
+                    _os_read(_turn_r, 64)
+                    with _turn_lock:
+                        _turn_main = True
+                    _reader_parked.release()
+                    break
+            try:
+                chunk = _os_read(fd, REQUEST_READ)
+            except InterruptedError:
+                continue
+            except OSError:
+                chunk = b""
+            if not chunk:
+                _reader_eof()
+            _feed(chunk)
+
+
+def _reader_eof():
+    """stdin closed: equivalent to shutdown, and the process is gone soon whatever runs. The
+    watchdog learns that we saw the EOF (without this byte it ends us 0.5 s after the hang-up:
+    a reader that cannot see the EOF is stuck behind a C loop holding the GIL)."""
+    global _stdin_ended
+    _stdin_ended = True
     _beat(b"E")
     _fail_inbound("stdin closed before the restore payload arrived")
     _enqueue(_Req({"type": "shutdown"}))
@@ -2416,7 +2551,7 @@ EOF_STUCK = 0.5
 def _start_watchdog():
     """A helper process that ends us (and our group) when the host is gone and we cannot see it.
 
-    The reader thread handles EOF itself, but it needs the GIL, and a cell stuck in a C loop
+    Whoever reads requests handles EOF, but it needs the GIL, and a cell stuck in a C loop
     (sum(range(10**12))) never releases it; the helper needs no GIL. It is a fresh interpreter
     (python -S -I), not a fork of this one: a fork would come to hold a private copy of every page
     we touch afterwards. It is started through `sh -c '... &'` so it is not our child: a cell's
@@ -2491,7 +2626,7 @@ def _beat(b):
 
 
 def _exit_now():
-    """Reader thread: shutdown now. The watchdog (fd 4 hangs up) kills what is left of our group;
+    """Whoever reads requests: shutdown now. The watchdog (fd 4 hangs up) kills what is left of our group;
     without one, we kill the group ourselves, last."""
     if _beat_w < 0 and _own_group:
         try:
@@ -2502,7 +2637,7 @@ def _exit_now():
 
 
 def _heartbeat(rid, timeout_ms):
-    """Reader thread: (re)arm the watchdog's heartbeat deadline; 0 turns it off."""
+    """Whoever reads requests: (re)arm the watchdog's heartbeat deadline; 0 turns it off."""
     if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0:
         return _send({"event": "done", "id": rid, "status": "error",
                       "reason": "heartbeat needs a non-negative integer timeout_ms, got %r" % (timeout_ms,)})
@@ -2751,7 +2886,7 @@ def _h_list_names(r):
 
 
 def _facts():
-    """Reader thread (`info`): the facts `sessions` shows about the worker, measured where it runs
+    """Whoever reads requests (`info`): the facts `sessions` shows about the worker, measured where it runs
     (behind ssh or bwrap the host only sees its transport's process). Answered mid-cell too, with
     `busy` naming the running request."""
     f = {"pid": _pid, "own_group": _own_group, "host": None, "cwd": None, "rss": None,
@@ -3381,7 +3516,7 @@ def _data_line(line):
 
 
 def _feed_inbound(rid, data):
-    """Reader thread: the next piece of restore rid's payload."""
+    """Whoever reads requests: the next piece of restore rid's payload."""
     ib = _inbound.get(rid)
     if ib is None:
         return
@@ -3583,6 +3718,7 @@ def _receive_payload(r):
     ib = _inbound.get(r.id)
     if ib is None:
         raise _RequestFailed("restore from the host needs a non-negative integer 'bytes'", restored=[], failed=[])
+    _give_turn()  # the payload's data lines are read while this waits
     try:
         while not ib.ready.acquire(True, 0.05):
             _checkpoint(r)
@@ -3679,6 +3815,7 @@ _cell_set = None
 _cell_reset = None
 _FENCE = b""
 _signal = None
+_select = None
 _sleep = None
 _time = None
 _Empty = None
@@ -3746,13 +3883,13 @@ def _setup_state():
 
 
 def _setup_pumps(pumps):
-    global _pumps
+    global _pumps, _fence_poll
     try:
         import select
         if hasattr(select, "poll"):
+            _fence_poll = select.poll()  # the main thread's: a poll object is never polled concurrently
             for p in pumps:
-                p.check = select.poll()
-                p.check.register(p.rfd, select.POLLIN)
+                _fence_poll.register(p.rfd, select.POLLIN)
     except ImportError:
         pass
     try:
@@ -3787,7 +3924,11 @@ def _install_namespace():
 
 
 def _start_threads(pumps):
-    global _serving
+    global _serving, _idle_poll
+    _setup_turn()
+    if _turn_main:
+        _idle_poll = _select.poll()
+        _idle_poll.register(_req_fd, _select.POLLIN)
     _thread.start_new_thread(_pump_forever, (list(pumps),))
     _thread.start_new_thread(_batch_timer, ())
     _serving = True
@@ -3795,18 +3936,38 @@ def _start_threads(pumps):
 
 
 def _next_request():
-    """The next request; while none comes for 50 ms, deferred start-up work is done instead:
-    none of it is on the path to the first result, all of it makes later requests cheaper."""
+    """The next request, read by the main thread itself when it has the turn (see _take_turn);
+    while none comes for 50 ms, deferred start-up work is done instead: none of it is on the path
+    to the first result, all of it makes later requests cheaper."""
+    while True:
+        try:
+            return _reqq.get_nowait()  # queued by the reader thread, or by the last read
+        except _Empty:
+            pass
+        if not _take_turn():
+            return _queued_request()
+        if _idle_tasks and not _idle_poll.poll(IDLE_SECONDS * 1000):
+            _idle_task()
+            continue
+        _main_read()
+
+
+def _queued_request():
+    """The next request the reader thread queues."""
     while _idle_tasks:
         try:
             return _reqq.get(timeout=IDLE_SECONDS)
         except _Empty:
-            task = _idle_tasks.pop(0)
-            try:
-                task()
-            except Exception:
-                pass
+            _idle_task()
     return _reqq.get()
+
+
+def _idle_task():
+    task = _idle_tasks.pop(0)
+    try:
+        task()
+    except Exception:
+        pass
 
 
 def _warm_imports():
@@ -3821,6 +3982,7 @@ def _idle_watchdog():
 
 
 _idle_tasks = [_idle_watchdog, _warm_imports]
+_idle_poll = None  # polls the request fd while idle tasks wait (the main thread has the turn)
 IDLE_SECONDS = 0.05
 
 
