@@ -28,7 +28,7 @@ import { libraryFigures } from "./library.ts";
 import { memoryFigures } from "./memory.ts";
 import { benchPersistence } from "./persistence.ts";
 import { startupFigures } from "./startup.ts";
-import { FLOOR_ROWS, renderBeforeAfterTable, renderFloorTable, renderRawTable, renderRoundTripTable, renderSummaryTable, SUMMARY_ROWS } from "./table.ts";
+import { FLOOR_ROWS, renderBeforeAfterTable, renderFloorTable, renderPlacementTable, renderRawTable, renderRoundTripTable, renderSummaryTable, SUMMARY_ROWS } from "./table.ts";
 import { benchWorkers } from "./workers.ts";
 
 /** One script's figures; `text` is a script's own table when it cannot report figures as JSON. */
@@ -176,6 +176,11 @@ if (beforeAfter) {
 }
 console.log(renderRoundTripTable(awrepl));
 console.log();
+const placement = renderPlacementTable(awrepl);
+if (placement) {
+  console.log(placement);
+  console.log();
+}
 console.log(renderSummaryTable(SUMMARY_ROWS, awrepl, jupyter));
 console.log();
 console.log(renderRawTable({ ...prefixed("awrepl", awrepl), ...prefixed("jupyter", jupyter) }));

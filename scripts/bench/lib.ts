@@ -112,6 +112,19 @@ export function measureBaseline(runs: number): Figure {
  * A field of /proc/PID/status in MiB (VmRSS now, VmHWM peak, RssAnon: VmRSS without the pages of
  * files, i.e. of the executable); null when the process is gone.
  */
+/** CPU time every thread of pid has run, in µs (Linux: /proc/PID/task/TID/schedstat, ns on the CPU). */
+export function processCpuUs(pid: number): number {
+  let total = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "latin1").split(" ")[0]) / 1000;
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return total;
+}
+
 export function procStatusMiB(pid: number, field: "VmRSS" | "VmHWM" | "RssAnon" = "VmRSS"): number | null {
   try {
     const status = readFileSync(`/proc/${pid}/status`, "utf8");

@@ -12,6 +12,7 @@ import { ReplSession } from "../../lib/session/session.ts";
 import { SpareWorkers } from "../../lib/worker/spare.ts";
 import type { Session } from "../../lib/protocol/api.ts";
 import { cellThroughput } from "./floors.ts";
+import { placementFigures } from "./placement.ts";
 import { roundTripFigures } from "./round_trip.ts";
 import { type BenchOptions, AWREPL_BIN,
   bigOutputCell,
@@ -271,6 +272,8 @@ export async function libraryFigures(options: BenchOptions = {}): Promise<Figure
 
     log("library: execute round trip against the pipe echo, layer by layer (round_trip.ts)");
     Object.assign(figures, await roundTripFigures(home, { smoke }));
+    log("library: the same servers placed on the same vCPU, the other one, and by the kernel (placement.ts)");
+    Object.assign(figures, await placementFigures(home, { smoke }));
     const local = await ReplSession.start("local", { home, python: PYTHON });
     try {
       for (const [name, body] of Object.entries(INTERRUPT_CELLS)) {

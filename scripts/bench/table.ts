@@ -301,6 +301,22 @@ export const FLOOR_ROWS: FloorRow[] = [
   },
   { label: 'library `execute("1+1")` p99', unit: "us", floor: "rt_echo_us", awrepl: "rt_session_us", stat: "p99", target: "≤ 500 µs", met: (v) => v <= 500 },
   {
+    label: 'a minimal Python REPL server\'s `execute("1+1")` p50 (JSON, compile, eval, repr: the floor of any runtime)',
+    unit: "us",
+    floor: "rt_echo_us",
+    awrepl: "rt_minimal_us",
+    vs: { figure: "rt_minimal_to_echo_p50_ratio", kind: "ratio" },
+    target: "(reference)",
+  },
+  {
+    label: 'library `execute("1+1")` p50 against that minimal server',
+    unit: "us",
+    floor: "rt_minimal_us",
+    awrepl: "rt_session_us",
+    vs: { figure: "rt_session_to_minimal_p50_ratio", kind: "ratio" },
+    target: "(reference)",
+  },
+  {
     label: "new named session → first result (spare ready)",
     unit: "ms",
     floor: "new_session_warm_beside",
@@ -387,11 +403,31 @@ export function renderBeforeAfterTable(figures: Figures): string | null {
   return markdown(["command (vs the floor, same rounds)", "wall before", "wall now", "CPU before", "CPU now", "faults before", "faults now"], body);
 }
 
+/** placement.ts: each server's p50 (and Python CPU per call) by where its process runs; null without those figures. */
+export function renderPlacementTable(figures: Figures): string | null {
+  const servers: [string, string][] = [
+    ["echo", "Python echo (the floor)"],
+    ["minimal", "a minimal Python REPL server"],
+    ["runtime", "runtime.py"],
+    ["runtime_before", "AWREPL_BENCH_BEFORE_RUNTIME"],
+  ];
+  const body = servers
+    .filter(([key]) => figures[`placement_${key}_same_us`])
+    .map(([key, label]) => [
+      label,
+      ...["same", "other", "free"].map((p) => `${fmt(median(figures[`placement_${key}_${p}_us`]))} (${fmt(median(figures[`placement_${key}_${p}_py_cpu_us`]))})`),
+    ]);
+  if (body.length === 0) return null;
+  return markdown(["execute(\"1+1\") p50 µs (Python CPU µs/call), fresh processes", "server on Bun's vCPU", "on the other vCPU", "placed by the kernel"], body);
+}
+
 /** Where the library's round trip goes: each layer's p50, p99 and CPU per call on both sides (round_trip.ts). */
 export function renderRoundTripTable(figures: Figures): string {
   const layers: [string, string][] = [
     ["echo", "Python echo over pipes (the floor)"],
+    ["minimal", "a minimal Python REPL server (JSON, compile, eval, repr)"],
     ["runtime", "runtime.py over raw pipes"],
+    ...(figures.rt_runtime_before_us ? [["runtime_before", "(AWREPL_BENCH_BEFORE_RUNTIME over raw pipes, not a layer)"] as [string, string]] : []),
     ["worker", "+ lib/worker (Worker.request)"],
     ["session", "+ lib/session (ReplSession.execute)"],
   ];
@@ -400,7 +436,7 @@ export function renderRoundTripTable(figures: Figures): string {
     const lat = figures[`rt_${key}_us`];
     const p50 = median(lat);
     const step = Number.isNaN(previous) ? "" : `${p50 >= previous ? "+" : ""}${fmt(p50 - previous)}`;
-    previous = p50;
+    if (key !== "runtime_before") previous = p50; // its step is against the runtime row above it
     return [label, fmt(p50), step, fmt(median(lat, "p99")), fmt(median(figures[`rt_${key}_bun_cpu_us`])), fmt(median(figures[`rt_${key}_py_cpu_us`]))];
   });
   return markdown(["execute(\"1+1\") round trip, layer by layer", "p50 µs", "p50 step µs", "p99 µs", "Bun CPU µs/call", "Python CPU µs/call"], body);

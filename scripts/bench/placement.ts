@@ -1,0 +1,102 @@
+// The round trip's other variable: where the kernel puts the Python process. On these VMs a reply
+// that wakes a process on the other vCPU (halted: guest_halt_poll_ns is 0) costs tens of µs more
+// than one on the same vCPU, and a process tends to stay where it was first placed, so one
+// process's p50 can be twice another's for the same code. This measures each server of
+// round_trip.ts (echo, the minimal Python server, runtime.py, and AWREPL_BENCH_BEFORE_RUNTIME when
+// set) three ways, with this Bun process pinned to CPU 0: the server pinned to CPU 0 (same vCPU),
+// pinned to CPU 1 (the other), and unpinned; every row from fresh processes, alternating.
+//
+// Needs Linux, `taskset` (util-linux) and two CPUs; otherwise it reports nothing and says why.
+import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from "node:child_process";
+import { cpus } from "node:os";
+import { resolveInterpreter } from "../../lib/worker/interpreter.ts";
+import { runtimeLaunch } from "../../lib/worker/launch.ts";
+import { type Figures, figure, log, processCpuUs, PYTHON, summarize, withTimeout } from "./lib.ts";
+import { ECHO, MINIMAL } from "./round_trip.ts";
+
+const CALL_MS = 30_000;
+type Placement = "same" | "other" | "free";
+const TASKSET: Record<Placement, string[]> = { same: ["taskset", "-c", "0"], other: ["taskset", "-c", "1"], free: [] };
+
+/** p50 of `calls` execute("1+1") round trips to a fresh server started with argv, and its Python CPU per call. */
+async function serverP50(argv: string[], until: string, calls: number): Promise<{ p50: number; cpuUs: number }> {
+  const child = spawn(argv[0] as string, argv.slice(1), { stdio: ["pipe", "pipe", "pipe"] }) as ChildProcessWithoutNullStreams;
+  try {
+    let waiter: (() => void) | null = null;
+    child.stdout.on("data", (chunk: Buffer) => {
+      if (chunk.includes(until)) {
+        const w = waiter;
+        waiter = null;
+        w?.();
+      }
+    });
+    let id = 0;
+    const call = () => {
+      const done = new Promise<void>((resolve) => (waiter = resolve));
+      child.stdin.write(`{"type":"execute","code":"1+1","id":"${++id}"}\n`);
+      return withTimeout(done, CALL_MS, `${argv.join(" ").slice(0, 60)}'s answer`);
+    };
+    for (let i = 0; i < Math.max(20, calls / 5); i++) await call();
+    const cpu0 = processCpuUs(child.pid as number);
+    const times: number[] = [];
+    for (let i = 0; i < calls; i++) {
+      const start = performance.now();
+      await call();
+      times.push((performance.now() - start) * 1000);
+    }
+    return { p50: summarize(times).p50, cpuUs: (processCpuUs(child.pid as number) - cpu0) / calls };
+  } finally {
+    child.kill("SIGKILL");
+  }
+}
+
+function unavailable(): string | null {
+  if (process.platform !== "linux") return "not Linux";
+  if (cpus().length < 2) return "fewer than two CPUs";
+  if (spawnSync("taskset", ["-p", String(process.pid)]).status !== 0) return "no taskset";
+  return null;
+}
+
+export async function placementFigures(home: string, options: { smoke: boolean }): Promise<Figures> {
+  const why = unavailable();
+  if (why) {
+    log(`placement: skipped (${why})`);
+    return {};
+  }
+  const launch = await runtimeLaunch(home, await resolveInterpreter({ python: PYTHON }));
+  if (launch.stdinPreamble) throw new Error("placement.ts expects a local runtime launch");
+  const servers: Record<string, { argv: string[]; until: string }> = {
+    echo: { argv: [PYTHON, "-c", ECHO], until: "\n" },
+    minimal: { argv: [PYTHON, "-c", MINIMAL], until: '"done"' },
+    runtime: { argv: launch.argv, until: '"done"' },
+  };
+  const before = process.env.AWREPL_BENCH_BEFORE_RUNTIME;
+  if (before) servers.runtime_before = { argv: [PYTHON, "-u", before], until: '"done"' };
+  const own = spawnSync("taskset", ["-p", String(process.pid)], { encoding: "utf8" }).stdout.trim().split(": ").pop() ?? "";
+  spawnSync("taskset", ["-a", "-p", "1", String(process.pid)]); // this process, every thread, on CPU 0
+  const rounds = options.smoke ? 1 : 5;
+  const calls = options.smoke ? 20 : 1500;
+  const p50: Record<string, number[]> = {};
+  const cpu: Record<string, number[]> = {};
+  try {
+    for (let r = 0; r < rounds; r++) {
+      for (const placement of ["same", "other", "free"] as Placement[]) {
+        for (const [name, server] of Object.entries(servers)) {
+          const m = await serverP50([...TASKSET[placement], ...server.argv], server.until, calls);
+          (p50[`${name}_${placement}`] ??= []).push(m.p50);
+          (cpu[`${name}_${placement}`] ??= []).push(m.cpuUs);
+        }
+      }
+    }
+  } finally {
+    if (own) spawnSync("taskset", ["-a", "-p", own, String(process.pid)]);
+  }
+  const where: Record<Placement, string> = { same: "on the host's vCPU", other: "on the other vCPU", free: "placed by the kernel" };
+  const figures: Figures = {};
+  for (const key of Object.keys(p50)) {
+    const placement = key.split("_").pop() as Placement;
+    figures[`placement_${key}_us`] = figure("us", p50[key] as number[], `p50 per fresh process, the server ${where[placement]}; ${calls} calls each`);
+    figures[`placement_${key}_py_cpu_us`] = figure("us", cpu[key] as number[], "Python CPU per call, per process");
+  }
+  return figures;
+}
