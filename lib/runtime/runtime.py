@@ -92,8 +92,9 @@ Sections, in file order (each opens with a ``# ----`` banner):
     Start-up         main(), the serve loop, exit
 
 Interrupts: the reader thread, which reads requests while one runs, SIGINTs the main
-thread (a SIGINT sent to the process does the same). Exit and cleanup: the runtime leads a process group of its own (it
-calls setpgid when it was started inside another's: behind ssh, bwrap, docker exec);
+thread (a SIGINT sent to the process does the same). Exit and cleanup: the runtime
+leads a process group of its own (it calls setpgid when it was started inside
+another's: behind ssh, bwrap, docker exec);
 stdin EOF means shutdown, and a watchdog process ends the group 2 s later whatever
 runs (0.5 s when the reader never saw the EOF and we spin: a C loop holds the GIL), when the
 runtime exits, and on heartbeat silence. The protocol fds sit high (just under the
@@ -887,7 +888,8 @@ def _fast_switching(on):
 
 
 def _interrupt(rid):
-    """Whoever reads requests: route an interrupt to the running request, or park it on a queued one."""
+    """Whoever reads requests: route an interrupt to the running request, or park it on a queued
+    one."""
     global _sig_for
     with _slock:
         a = _active
@@ -1410,7 +1412,8 @@ def _finish(r, extra=None, status=None):
     if r.id is None:
         data = b""
     elif len(msg) == 3 and type(r.id) is str:  # the usual done, built directly
-        data = ('{"event":"done","id":%s,"status":"%s"}\n' % (_esc_ascii(r.id), msg["status"])).encode("ascii")
+        data = ('{"event":"done","id":%s,"status":"%s"}\n'
+                % (_esc_ascii(r.id), msg["status"])).encode("ascii")
     else:
         data = _frame(msg)
     if r.result is not None:
@@ -1764,7 +1767,8 @@ async def _host_request(data):
 
 
 def _host_reply(hid, data):
-    """Whoever reads requests: resolve the awaiting host_request; unknown or cancelled ids are dropped."""
+    """Whoever reads requests: resolve the awaiting host_request; unknown or cancelled ids are
+    dropped."""
     fut = _host_waiters.get(hid)
     if fut is None:
         return
@@ -2276,8 +2280,8 @@ _DATA_HEAD = b'{"type":"data","id":"'
 
 
 def _on_line(line):
-    """Whoever reads requests: one request line. interrupt, host_reply, data, ping, heartbeat, info and
-    `shutdown now` are handled here, at once, also while a request runs; the rest is queued."""
+    """Whoever reads requests: one request line. interrupt, host_reply, data, ping, heartbeat, info
+    and `shutdown now` are handled here, at once, also while a request runs; the rest is queued."""
     if line.startswith(_DATA_HEAD) and _data_line(line):
         return
     line = line.strip()
@@ -2324,8 +2328,8 @@ def _on_line(line):
 
 
 # Who reads the requests. Between requests the main thread reads them itself: handing each one over
-# from a reader thread costs a thread wake-up per request, which on small VMs is most of a round
-# trip (execute("1+1") over raw pipes: ~120 µs through the reader thread, ~45 µs without it). While a
+# from a reader thread woke a second thread (and the GIL's hand-over) per request, each wake-up a
+# cross-vCPU one when the two threads sit apart (BENCHMARKS.md, "The library's round trip"). While a
 # request runs someone else must read (interrupts, pings, info, a restore's payload), so the reader
 # thread gets the turn when a request has run TURN_SECONDS (the batch timer sees to it), when the
 # event loop starts (the loop's thread never sits in a read), when a request waits on the reader
@@ -2626,8 +2630,8 @@ def _beat(b):
 
 
 def _exit_now():
-    """Whoever reads requests: shutdown now. The watchdog (fd 4 hangs up) kills what is left of our group;
-    without one, we kill the group ourselves, last."""
+    """Whoever reads requests: shutdown now. The watchdog (fd 4 hangs up) kills what is left of our
+    group; without one, we kill the group ourselves, last."""
     if _beat_w < 0 and _own_group:
         try:
             os.killpg(_pid, 9)
@@ -2886,9 +2890,9 @@ def _h_list_names(r):
 
 
 def _facts():
-    """Whoever reads requests (`info`): the facts `sessions` shows about the worker, measured where it runs
-    (behind ssh or bwrap the host only sees its transport's process). Answered mid-cell too, with
-    `busy` naming the running request."""
+    """Whoever reads requests (`info`): the facts `sessions` shows about the worker, measured where
+    it runs (behind ssh or bwrap the host only sees its transport's process). Answered mid-cell
+    too, with `busy` naming the running request."""
     f = {"pid": _pid, "own_group": _own_group, "host": None, "cwd": None, "rss": None,
          "peak_rss": None, "python": "%d.%d.%d" % sys.version_info[:3], "executable": sys.executable,
          "prefix": sys.prefix, "base_prefix": getattr(sys, "base_prefix", sys.prefix),
