@@ -486,7 +486,8 @@ def _batch_timer():
     """While requests come: one that has run TURN_SECONDS gives the reader thread the turn to read
     requests (_give_turn); a cell's batch ships every BATCH_SECONDS even when the cell stops
     printing. It ticks on for TIMER_LINGER_SECONDS after the last request: waking it costs the
-    request that does so a GIL hand-over (~40 µs), which back-to-back requests then do not pay."""
+    request that does so a thread wake-up and a GIL hand-over, which back-to-back requests then do
+    not pay."""
     _block_sigint()
     while True:
         _timer_wake.acquire()  # released when a request starts while the timer sleeps
