@@ -2404,11 +2404,10 @@ def _give_turn(busy=None):
 
 
 def _take_turn():
-    """Main thread, between requests: True once it may read; False while the reader must keep the
-    turn (the event loop runs, stdin ended, no turn pipe)."""
-    with _turn_lock:
-        if _turn_main:
-            return True
+    """Main thread, between requests, the reader thread having the turn: True once the reader has
+    given it back; False while the reader must keep it (the event loop runs, stdin ended, no turn
+    pipe). Only the main thread asks for the turn back, and nobody gives it away between requests,
+    so _turn_main cannot change under the main thread while it is here."""
     if _loop is not None or _stdin_ended or _turn_w < 0:
         return False
     try:
@@ -3949,8 +3948,10 @@ def _next_request():
             return _reqq.get_nowait()  # queued by the reader thread, or by the last read
         except _Empty:
             pass
-        if not _take_turn():
-            return _queued_request()
+        if not _turn_main:
+            if not _take_turn():
+                return _queued_request()
+            continue  # what the reader queued after the look above and before it parked goes first
         if _idle_tasks and not _idle_poll.poll(IDLE_SECONDS * 1000):
             _idle_task()
             continue

@@ -98,5 +98,14 @@ export async function placementFigures(home: string, options: { smoke: boolean }
     figures[`placement_${key}_us`] = figure("us", p50[key] as number[], `p50 per fresh process, the server ${where[placement]}; ${calls} calls each`);
     figures[`placement_${key}_py_cpu_us`] = figure("us", cpu[key] as number[], "Python CPU per call, per process");
   }
+  // The issue's ratio with placement held equal: runtime.py against the echo, both on Bun's vCPU
+  // (and both on the other one), per round.
+  for (const placement of ["same", "other"] as Placement[]) {
+    const echo = p50[`echo_${placement}`] as number[];
+    for (const name of ["minimal", "runtime"]) {
+      const ours = p50[`${name}_${placement}`] as number[];
+      figures[`placement_${name}_${placement}_to_echo_ratio`] = figure("×", ours.map((v, i) => v / (echo[i] as number)), `per round: ${name}'s p50 ÷ the echo's, both ${where[placement]}`);
+    }
+  }
   return figures;
 }

@@ -63,6 +63,23 @@ describe("who reads the requests", () => {
     expect(results).toEqual(ids.map((id, i) => [id, String(i * 2)]));
   });
 
+  test("a request the reader thread queues while the main thread asks for the turn back is answered", async () => {
+    const rt = await Runtime.start();
+    // The reader thread (it has the turn: the cell has run over 2 ms) is still working through one
+    // read of 2,900 pings when the cell ends; the main thread then finds the queue empty and asks
+    // for the turn back; the execute at the end of that read is queued just before the reader parks.
+    const pings = `${'{"type":"ping"}\n'.repeat(2_900)}`;
+    for (let i = 0; i < 25; i++) {
+      const cell = await startCell(rt, "import time\ntime.sleep(0.02)");
+      await sleep(12);
+      const next = rt.newId("next");
+      rt.sendRaw(pings + JSON.stringify({ type: "execute", id: next, code: `${i}` }) + "\n");
+      const done = await rt.waitFor((e) => e.event === "done" && e.id === next, 3_000);
+      expect(done.status).toBe("ok");
+      expect(rt.events.find((e) => e.event === "done" && e.id === cell)?.status).toBe("ok");
+    }
+  });
+
   test("a request line continues across the hand-over: begun by the main thread, ended by the reader thread, and the reverse", async () => {
     const rt = await Runtime.start();
     // The main thread reads a long cell and the first bytes of the next line; the rest comes once
