@@ -11,42 +11,20 @@ import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from "node:chil
 import { cpus } from "node:os";
 import { resolveInterpreter } from "../../lib/worker/interpreter.ts";
 import { runtimeLaunch } from "../../lib/worker/launch.ts";
-import { type Figures, figure, log, processCpuUs, PYTHON, summarize, withTimeout } from "./lib.ts";
-import { ECHO, MINIMAL } from "./round_trip.ts";
+import { type Figures, figure, log, PYTHON, summarize } from "./lib.ts";
+import { ECHO, MINIMAL, measureRow, pipeRow } from "./round_trip.ts";
 
-const CALL_MS = 30_000;
 type Placement = "same" | "other" | "free";
 const TASKSET: Record<Placement, string[]> = { same: ["taskset", "-c", "0"], other: ["taskset", "-c", "1"], free: [] };
 
 /** p50 of `calls` execute("1+1") round trips to a fresh server started with argv, and its Python CPU per call. */
-async function serverP50(argv: string[], until: string, calls: number): Promise<{ p50: number; cpuUs: number }> {
-  const child = spawn(argv[0] as string, argv.slice(1), { stdio: ["pipe", "pipe", "pipe"] }) as ChildProcessWithoutNullStreams;
+async function serverP50(name: string, argv: string[], until: string, calls: number): Promise<{ p50: number; cpuUs: number }> {
+  const row = await pipeRow(name, spawn(argv[0] as string, argv.slice(1), { stdio: ["pipe", "pipe", "pipe"] }) as ChildProcessWithoutNullStreams, until);
   try {
-    let waiter: (() => void) | null = null;
-    child.stdout.on("data", (chunk: Buffer) => {
-      if (chunk.includes(until)) {
-        const w = waiter;
-        waiter = null;
-        w?.();
-      }
-    });
-    let id = 0;
-    const call = () => {
-      const done = new Promise<void>((resolve) => (waiter = resolve));
-      child.stdin.write(`{"type":"execute","code":"1+1","id":"${++id}"}\n`);
-      return withTimeout(done, CALL_MS, `${argv.join(" ").slice(0, 60)}'s answer`);
-    };
-    for (let i = 0; i < Math.max(20, calls / 5); i++) await call();
-    const cpu0 = processCpuUs(child.pid as number);
-    const times: number[] = [];
-    for (let i = 0; i < calls; i++) {
-      const start = performance.now();
-      await call();
-      times.push((performance.now() - start) * 1000);
-    }
-    return { p50: summarize(times).p50, cpuUs: (processCpuUs(child.pid as number) - cpu0) / calls };
+    const m = await measureRow(row, Math.max(20, calls / 5), calls);
+    return { p50: summarize(m.times).p50, cpuUs: m.pyCpuUs };
   } finally {
-    child.kill("SIGKILL");
+    await row.close();
   }
 }
 
@@ -82,7 +60,7 @@ export async function placementFigures(home: string, options: { smoke: boolean }
     for (let r = 0; r < rounds; r++) {
       for (const placement of ["same", "other", "free"] as Placement[]) {
         for (const [name, server] of Object.entries(servers)) {
-          const m = await serverP50([...TASKSET[placement], ...server.argv], server.until, calls);
+          const m = await serverP50(`${name} (${placement})`, [...TASKSET[placement], ...server.argv], server.until, calls);
           (p50[`${name}_${placement}`] ??= []).push(m.p50);
           (cpu[`${name}_${placement}`] ??= []).push(m.cpuUs);
         }

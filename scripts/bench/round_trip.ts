@@ -33,10 +33,10 @@ export const MINIMAL = [
   "    w.flush()",
 ].join("\n");
 
-type Row = { name: string; pid: number; call(): Promise<unknown>; close(): Promise<unknown> | void };
+export type Row = { name: string; pid: number; call(): Promise<unknown>; close(): Promise<unknown> | void };
 
 /** A child answering each request line with output that contains `until`; resolves when it has. */
-function pipeRow(name: string, child: ChildProcessWithoutNullStreams, until: string, ready?: string): Promise<Row> {
+export function pipeRow(name: string, child: ChildProcessWithoutNullStreams, until: string, ready?: string): Promise<Row> {
   let waiter: (() => void) | null = null;
   let started: () => void = () => {};
   const up = new Promise<void>((resolve) => (started = resolve));
@@ -61,6 +61,21 @@ function pipeRow(name: string, child: ChildProcessWithoutNullStreams, until: str
     close: () => void child.kill("SIGKILL"),
   };
   return withTimeout(up, CALL_MS, `${name} to start`).then(() => row);
+}
+
+/** `calls` timed round trips (µs) after `warmUp` untimed ones, with each side's CPU per call. */
+export async function measureRow(row: Row, warmUp: number, calls: number): Promise<{ times: number[]; bunCpuUs: number; pyCpuUs: number }> {
+  for (let i = 0; i < warmUp; i++) await row.call();
+  const times: number[] = [];
+  const bun0 = process.cpuUsage();
+  const py0 = processCpuUs(row.pid);
+  for (let i = 0; i < calls; i++) {
+    const start = performance.now();
+    await row.call();
+    times.push((performance.now() - start) * 1000);
+  }
+  const bun = process.cpuUsage(bun0);
+  return { times, bunCpuUs: (bun.user + bun.system) / calls, pyCpuUs: (processCpuUs(row.pid) - py0) / calls };
 }
 
 export async function roundTripFigures(home: string, options: { smoke: boolean }): Promise<Figures> {
@@ -111,21 +126,12 @@ export async function roundTripFigures(home: string, options: { smoke: boolean }
     for (const [j, starter] of starters.entries()) {
       const row = await starter.start();
       try {
-        for (let i = 0; i < warmUp; i++) await row.call();
         const r = results[j]!;
-        const times: number[] = [];
-        const bun0 = process.cpuUsage();
-        const py0 = processCpuUs(row.pid);
-        for (let i = 0; i < perBlock; i++) {
-          const start = performance.now();
-          await row.call();
-          times.push((performance.now() - start) * 1000);
-        }
-        const bun = process.cpuUsage(bun0);
-        r.pyCpu.push((processCpuUs(row.pid) - py0) / perBlock);
-        r.bunCpu.push((bun.user + bun.system) / perBlock);
-        r.latency.push(...times);
-        r.blockP50.push(summarize(times).p50);
+        const m = await measureRow(row, warmUp, perBlock);
+        r.pyCpu.push(m.pyCpuUs);
+        r.bunCpu.push(m.bunCpuUs);
+        r.latency.push(...m.times);
+        r.blockP50.push(summarize(m.times).p50);
       } finally {
         await row.close();
       }
