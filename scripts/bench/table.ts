@@ -282,6 +282,17 @@ const startupRow = (label: string, name: string, limit: number | null): FloorRow
   metCpu: limit === null ? undefined : (v) => v <= limit,
 });
 
+/** placement.ts: a server's p50 against the echo's with both on the same vCPU; limit null: a reference row. */
+const placementRow = (label: string, server: string, placement: "same" | "other", limit: number | null): FloorRow => ({
+  label,
+  unit: "us",
+  floor: `placement_echo_${placement}_us`,
+  awrepl: `placement_${server}_${placement}_us`,
+  vs: { figure: `placement_${server}_${placement}_to_echo_ratio`, kind: "ratio" },
+  target: limit === null ? "(reference: the floor of any runtime)" : `≤ ${limit} × (the issue's, for the library)`,
+  met: limit === null ? undefined : (ratio) => ratio <= limit,
+});
+
 export const FLOOR_ROWS: FloorRow[] = [
   startupRow('warm `awrepl -s s run "1+1"`', "run", 4),
   startupRow("warm `awrepl -s s vars`", "vars", 4),
@@ -308,32 +319,9 @@ export const FLOOR_ROWS: FloorRow[] = [
     vs: { figure: "rt_minimal_to_echo_p50_ratio", kind: "ratio" },
     target: "(reference)",
   },
-  {
-    label: "`runtime.py`'s p50 ÷ the echo's, both on Bun's vCPU (placement.ts: placement held equal)",
-    unit: "us",
-    floor: "placement_echo_same_us",
-    awrepl: "placement_runtime_same_us",
-    vs: { figure: "placement_runtime_same_to_echo_ratio", kind: "ratio" },
-    target: "≤ 1.5 × (the issue's, for the library)",
-    met: (ratio) => ratio <= 1.5,
-  },
-  {
-    label: "the same, both on the other vCPU",
-    unit: "us",
-    floor: "placement_echo_other_us",
-    awrepl: "placement_runtime_other_us",
-    vs: { figure: "placement_runtime_other_to_echo_ratio", kind: "ratio" },
-    target: "≤ 1.5 ×",
-    met: (ratio) => ratio <= 1.5,
-  },
-  {
-    label: "a minimal Python REPL server's p50 ÷ the echo's, both on Bun's vCPU",
-    unit: "us",
-    floor: "placement_echo_same_us",
-    awrepl: "placement_minimal_same_us",
-    vs: { figure: "placement_minimal_same_to_echo_ratio", kind: "ratio" },
-    target: "(reference: the floor of any runtime)",
-  },
+  placementRow("`runtime.py`'s p50 ÷ the echo's, both on Bun's vCPU (placement.ts: placement held equal)", "runtime", "same", 1.5),
+  placementRow("the same, both on the other vCPU", "runtime", "other", 1.5),
+  placementRow("a minimal Python REPL server's p50 ÷ the echo's, both on Bun's vCPU", "minimal", "same", null),
   {
     label: 'library `execute("1+1")` p50 against that minimal server',
     unit: "us",
