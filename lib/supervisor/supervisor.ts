@@ -20,6 +20,7 @@ import { ClientConnection } from "./client_connection.ts";
 import { handleLine, type RequestHost } from "./dispatch.ts";
 import { Lifecycle, type LifecycleHost } from "./lifecycle.ts";
 import { OwnedSocket } from "./listener.ts";
+import { peerCheckAvailable, peerProblem } from "./peer.ts";
 import { processRss, SessionTable } from "./session_table.ts";
 import { sessionFactory } from "./session_spec.ts";
 
@@ -44,6 +45,7 @@ export async function runSupervisor(options: ClientOptions = {}): Promise<number
   process.on("uncaughtException", (err) => log(`uncaught exception: ${err?.stack ?? err}`));
   process.on("unhandledRejection", (err) => log(`unhandled rejection: ${(err as Error)?.stack ?? err}`));
   log(`supervisor ${AWREPL_VERSION} build ${buildId()} (protocol ${SUPERVISOR_PROTOCOL}) listening on ${layout.socket}`);
+  if (!peerCheckAvailable()) log("the check that refuses clients inside a sandbox (their namespaces) is not available here");
   return supervisor.lifecycle.run(socket);
 }
 
@@ -73,6 +75,14 @@ class Supervisor implements RequestHost, LifecycleHost {
   }
 
   accept(socket: Socket): void {
+    // A process inside a sandbox never gets a word in, whatever the mount table let it reach (peer.ts).
+    const refusal = peerProblem(socket);
+    if (refusal) {
+      this.log(`refused a connection: ${refusal}`);
+      socket.end(`${JSON.stringify({ event: "error", type: "error", id: null, code: "usage", message: `Refused: ${refusal}` })}\n`);
+      socket.destroySoon?.();
+      return;
+    }
     const client = new ClientConnection(socket);
     this.connections.add(client);
     this.lifecycle.checkIdle();
