@@ -67,6 +67,8 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
     .option("--sandbox-net", "with --sandbox: keep the network")
     .option("--env <name>", "with --sandbox: pass this environment variable in (repeatable)", collect, [] as string[])
     .option("--sandbox-write <path>", "with --sandbox: this path is writable too (repeatable)", collect, [] as string[])
+    .option("--sandbox-git", "with --sandbox: .git writable (its hooks and config stay read-only; what git reads from it later is then trusted)")
+    .option("--sandbox-home", "with --sandbox: allow your home directory (or one holding it) as a writable directory")
     .option("--self-test", "prove the contract on this machine (no network) and exit")
     .addHelpText("after", EXAMPLES)
     .showSuggestionAfterError(true)
@@ -79,12 +81,14 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
 
   const pythonFlag = () => program.opts<{ python?: string }>().python;
   const sessionFlags = () => {
-    const o = program.opts<{ sandbox?: boolean; sandboxNet?: boolean; env: string[]; sandboxWrite: string[] }>();
+    const o = program.opts<{ sandbox?: boolean; sandboxNet?: boolean; env: string[]; sandboxWrite: string[]; sandboxGit?: boolean; sandboxHome?: boolean }>();
     const flags: SandboxFlags & { python?: string } = { python: pythonFlag() };
     if (o.sandbox !== undefined) flags.sandbox = o.sandbox;
     if (o.sandboxNet) flags.net = true;
     if (o.env.length) flags.env = o.env;
     if (o.sandboxWrite.length) flags.write = o.sandboxWrite;
+    if (o.sandboxGit) flags.git = true;
+    if (o.sandboxHome) flags.home = true;
     return flags;
   };
   const ctx = await makeContext(() => program.opts<{ session?: string }>().session, env, sessionFlags);

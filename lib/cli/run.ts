@@ -203,8 +203,10 @@ export function parseFastRun(argv: readonly string[]): FastRun | null {
       const v = value();
       if (v === undefined || v.startsWith("-") || v.trim() === "") return null;
       python = v;
-    } else if ((flag === "--sandbox" || flag === "--no-sandbox" || flag === "--sandbox-net") && inline === undefined) {
+    } else if ((flag === "--sandbox" || flag === "--no-sandbox" || flag === "--sandbox-net" || flag === "--sandbox-git" || flag === "--sandbox-home") && inline === undefined) {
       if (flag === "--sandbox-net") sandbox.net = true;
+      else if (flag === "--sandbox-git") sandbox.git = true;
+      else if (flag === "--sandbox-home") sandbox.home = true;
       else sandbox.sandbox = flag === "--sandbox"; // the last one wins, as in commander
     } else if (flag === "--env" || flag === "--sandbox-write") {
       const v = value();

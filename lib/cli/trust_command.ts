@@ -12,7 +12,7 @@ import { writeStream } from "./stdio.ts";
 export function registerTrustCommand(program: Command, ctx: CliContext): void {
   program
     .command("trust")
-    .description("allow the project file awrepl.jsonc (default: in this directory) to set the interpreter")
+    .description("allow the project file awrepl.jsonc (default: in this directory) to set the interpreter, or to be used at all where a sandboxed session could write")
     .argument("[path]", "the awrepl.jsonc file, or the directory holding it")
     .option("--revoke", "take the trust back")
     .action(async (path: string | undefined, opts: { revoke?: boolean }) => {
@@ -24,7 +24,7 @@ export function registerTrustCommand(program: Command, ctx: CliContext): void {
         return;
       }
       const { sha256 } = trust(home, file);
-      await writeStream("stdout", `Trusted ${file} (sha256 ${sha256.slice(0, 12)}): its "python" is used until the file changes\n`);
+      await writeStream("stdout", `Trusted ${file} (sha256 ${sha256.slice(0, 12)}): all of it is used (its "python" and "sandbox" too) until the file changes\n`);
     });
 }
 

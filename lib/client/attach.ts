@@ -9,7 +9,6 @@ import { SupervisorConnection } from "./connection.ts";
 import { connectFast, connectSupervisor } from "./start.ts";
 import { AwreplError } from "../core/errors.ts";
 import { answerHostRequest } from "../core/host_bridge.ts";
-import { fileExists as existsSync, joinPath as join } from "../core/fastio.ts";
 import { checkSessionName } from "../core/names.ts";
 import type { RawText } from "../wire/output_frames.ts";
 import type { CollectValue, RequestId, SessionSpec } from "../protocol/supervisor.ts";
@@ -329,13 +328,14 @@ export function collected(value: CollectValue): Collected {
 
 /**
  * What the supervisor needs to create the session as if this process had: its directory, its
- * environment, and its interpreter choice ($VIRTUAL_ENV, ./.venv) resolved here because the supervisor's environment
- * and directory are someone else's.
+ * environment and its interpreter choice (the supervisor's own environment and directory are someone else's).
  */
 function sessionSpec(options: AttachOptions, env: NodeJS.ProcessEnv): SessionSpec {
   const cwd = options.cwd ?? process.cwd();
   return {
-    python: options.python ?? options.defaultPython ?? env.AWREPL_PYTHON ?? localPython(cwd, env),
+    // AWREPL_PYTHON is not in the env sent (callerEnv); $VIRTUAL_ENV and ./.venv are resolved by the
+    // supervisor from the cwd and env sent, by the one rule (lib/worker/interpreter.ts chooseCommand).
+    python: options.python ?? options.defaultPython ?? env.AWREPL_PYTHON,
     python_given: options.python !== undefined || undefined,
     sandbox: options.sandbox,
     cwd,
@@ -357,11 +357,4 @@ export function callerEnv(env: NodeJS.ProcessEnv): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) if (v !== undefined && !k.startsWith("AWREPL_")) out[k] = v;
   return out;
-}
-
-function localPython(cwd: string, env: NodeJS.ProcessEnv): string | undefined {
-  const bin = process.platform === "win32" ? join("Scripts", "python.exe") : join("bin", "python");
-  if (env.VIRTUAL_ENV && existsSync(join(env.VIRTUAL_ENV, bin))) return join(env.VIRTUAL_ENV, bin);
-  const venv = join(cwd, ".venv", bin);
-  return existsSync(venv) ? venv : undefined;
 }

@@ -16,6 +16,17 @@ export type SandboxProfile = {
   writable?: string[];
   /** Extra environment variable names passed through (`--env NAME`); their values never go on a command line. */
   env?: string[];
+  /**
+   * `.git` writable (`--sandbox-git`): git works inside, and what the cell leaves in `.git` (other
+   * than its hooks and config, still read-only) is trusted to run later. Default: `.git` read-only.
+   */
+  git?: boolean;
+  /**
+   * Your home directory (or a directory holding it) may be the cwd or a writable path
+   * (`--sandbox-home`): its credential stores stay hidden and its rc files read-only, but a file the
+   * cell creates there (a new rc file, a program in ~/.local/bin) may run later. Default: refused.
+   */
+  home?: boolean;
 };
 
 export type SessionOptions = {

@@ -100,7 +100,8 @@ runs (0.5 s when the reader never saw the EOF and we spin: a C loop holds the GI
 runtime exits, and on heartbeat silence. The protocol fds sit high (just under the
 soft NOFILE limit, at most 2047), out of reach of a cell's os.closerange(3, 1024).
 Environment: AWREPL_INTERRUPT_FALLBACK=1 forces the no-pthread_kill (Windows)
-interrupt path; AWREPL_NO_WATCHDOG=1 disables the watchdog.
+interrupt path; AWREPL_NO_WATCHDOG=1 disables the watchdog; AWREPL_SAFE_PATH=1 keeps the
+cwd off sys.path (the host sets it where a sandboxed session could have planted modules).
 """
 
 import os
@@ -3915,7 +3916,12 @@ def _install_namespace():
     global _runtime_module, _user_module, _ns
     import types
     if sys.argv[0] not in ("", "-c") and sys.path and not getattr(sys.flags, "safe_path", False):
-        sys.path[0] = ""  # as `python -i`: imports resolve against the cwd, not the runtime's cache dir
+        if os.environ.pop("AWREPL_SAFE_PATH", None):
+            # A cwd a sandbox could write: no import looks there, this runtime's own lazy ones
+            # (pickle, dill at a snapshot) included, as with `python -P`.
+            del sys.path[0]
+        else:
+            sys.path[0] = ""  # as `python -i`: imports resolve against the cwd, not the runtime's cache dir
     sys.argv = [""]
     _runtime_module = sys.modules.get("__main__")
     _user_module = types.ModuleType("__main__")

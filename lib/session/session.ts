@@ -15,6 +15,7 @@ import { AwreplError } from "../core/errors.ts";
 import { byteLimit, checkLimits, DEFAULTS, FIGURE_FORMATS, type FigureFormat } from "../core/limits.ts";
 import { OutputCollector } from "./output.ts";
 import { ensurePrivateDir, stateDir } from "../settings/home.ts";
+import { passedOver, sandboxWrittenRoot } from "../settings/sandbox_written.ts";
 import { checkSessionName } from "../core/names.ts";
 import type { DoneEvent, InspectInfo } from "../protocol/runtime.ts";
 import type { ExecResult, RestoreReport } from "../protocol/result.ts";
@@ -181,6 +182,10 @@ export class ReplSession implements Session {
     const cwd = workingDirectory(options.cwd);
     const interpreter = await resolveInterpreter({ python: options.python, env, cwd, home });
     const session = new ReplSession(id, options, home, interpreter, env);
+    for (const notice of interpreter.notices ?? []) session.notices.note(notice);
+    // The worker keeps the cwd off sys.path there (lib/worker/launch.ts): say why an import fails.
+    const written = !options.sandbox && interpreter.local ? sandboxWrittenRoot(home, cwd) : null;
+    if (written) session.notices.note(passedOver(`${cwd} as a place to import from`, written, "add it with sys.path.insert(0, '') in a cell if you trust what is there"));
     await session.ensureWorker();
     if (options.restoreOnStart) {
       try {

@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { builtinConfig, loadConfig } from "./config.ts";
+import { markSandboxWritten } from "./sandbox_written.ts";
 import { revoke, trust } from "./trust.ts";
 
 const dirs: string[] = [];
@@ -95,6 +96,30 @@ describe("a project file's interpreter needs trust", () => {
     expect(changed.notices?.[0]).toContain("it changed since you trusted it");
     expect(revoke(home, join(cwd, "awrepl.jsonc"))).toBe(true);
     expect(revoke(home, join(cwd, "awrepl.jsonc"))).toBe(false);
+  });
+});
+
+describe("a project file where a sandbox could write", () => {
+  test("is passed over whole (limits too; malformed or a directory alike) until trusted by content", async () => {
+    const { cwd, env } = setup(undefined, `{"timeoutMs": 1, "maxOutputBytes": 0}`);
+    const home = env.AWREPL_HOME as string;
+    chmodSync(home, 0o700); // the record lives in a private state directory, as awrepl makes it
+    await markSandboxWritten(home, [cwd]);
+    const planted = await loadConfig({ cwd, env });
+    expect(planted.timeoutMs).toBe(builtinConfig.timeoutMs);
+    expect(planted.maxOutputBytes).toBe(builtinConfig.maxOutputBytes);
+    expect(planted.notices?.[0]).toContain(`passed over ${join(cwd, "awrepl.jsonc")}: it lies in ${cwd}, which a sandboxed session could write`);
+    trust(home, join(cwd, "awrepl.jsonc"));
+    expect((await loadConfig({ cwd, env })).timeoutMs).toBe(1);
+    for (const text of ["", "{ not json"]) {
+      writeFileSync(join(cwd, "awrepl.jsonc"), text);
+      const r = await loadConfig({ cwd, env });
+      expect(r.timeoutMs).toBe(builtinConfig.timeoutMs);
+      expect(r.notices?.[0]).toContain("passed over");
+    }
+    rmSync(join(cwd, "awrepl.jsonc"));
+    mkdirSync(join(cwd, "awrepl.jsonc"));
+    expect((await loadConfig({ cwd, env })).notices?.[0]).toContain("passed over");
   });
 });
 

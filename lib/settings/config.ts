@@ -65,11 +65,23 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Confi
   const cwd = options.cwd ?? process.cwd();
   const home = options.home ?? stateDir(env);
   const projectFile = resolve(cwd, "awrepl.jsonc");
-  const project = await readConfigFile(projectFile);
+  let project = await readProjectFile(projectFile, home);
   const notices: string[] = [];
   // A project file may set limits (and switch the default sandbox on) freely, but an interpreter
   // command line, or a sandbox setting that loosens it (off, network, env, writable paths), only
   // once trusted: a checkout you did not write must not choose what runs, or where it may reach.
+  // In a directory a sandboxed session could write, every setting needs trust: a planted
+  // `{"timeoutMs": 1}` or `{"maxOutputBytes": 0}` would steer every later call (sandbox_written.ts).
+  const written = project ? await sandboxWrittenRoot(home, projectFile) : null;
+  if (project && written) {
+    const { trustState } = await import("./trust.ts");
+    const state = trustState(home, projectFile, project.text);
+    if (state !== "trusted") {
+      const { passedOver } = await import("./sandbox_written.ts");
+      notices.push(passedOver(projectFile, written, `if you checked it, run \`awrepl trust ${projectFile}\` to use it`));
+      project = null;
+    }
+  }
   const needsTrust = (["python", "sandbox"] as const).filter((k) => project?.config[k] !== undefined && (k === "python" || loosens(project.config.sandbox)));
   if (project && needsTrust.length > 0) {
     const { trustState } = await import("./trust.ts");
@@ -89,6 +101,26 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Confi
   };
   if (notices.length > 0) config.notices = notices;
   return config;
+}
+
+/** Where a project file's directory was written by a sandbox (lazy: most commands find no project file). */
+async function sandboxWrittenRoot(home: string, file: string): Promise<string | null> {
+  const { sandboxWrittenRoot: root } = await import("./sandbox_written.ts");
+  return root(home, file);
+}
+
+/**
+ * The project file, as readConfigFile reads it; but in a directory a sandbox could write, one that
+ * cannot be read or parsed (a planted empty file, a directory in its place) is passed over with the
+ * rest of an untrusted file instead of failing every command there.
+ */
+async function readProjectFile(path: string, home: string): Promise<{ config: Partial<Config>; text: string } | null> {
+  try {
+    return await readConfigFile(path);
+  } catch (err) {
+    if (!fileExists(path) || !(await sandboxWrittenRoot(home, path))) throw err;
+    return { config: {}, text: "" }; // untrusted (no content was trusted), so loadConfig passes it over
+  }
 }
 
 /**
@@ -161,13 +193,16 @@ export function validateSandbox(v: unknown, where: string): SandboxProfile | fal
   const bad = (what: string) => new AwreplError("usage", `Config key "sandbox" in ${where} ${what}`);
   if (v === false) return false;
   if (v === true) return {};
-  if (typeof v !== "object" || v === null || Array.isArray(v)) throw bad(`must be true, false or an object ({"network", "env", "writable"}), not ${JSON.stringify(v)}`);
+  if (typeof v !== "object" || v === null || Array.isArray(v)) throw bad(`must be true, false or an object ({"network", "env", "writable", "git", "home"}), not ${JSON.stringify(v)}`);
   const base = where.endsWith(".jsonc") ? builtin("node:path").dirname(where) : process.cwd();
   const out: SandboxProfile = {};
   for (const [k, x] of Object.entries(v)) {
     if (k === "network") {
       if (typeof x !== "boolean") throw bad(`has "network" ${JSON.stringify(x)}: it must be true or false`);
       out.network = x;
+    } else if (k === "git" || k === "home") {
+      if (typeof x !== "boolean") throw bad(`has "${k}" ${JSON.stringify(x)}: it must be true or false`);
+      if (x) out[k] = true;
     } else if (k === "env") {
       if (!Array.isArray(x) || x.some((n) => typeof n !== "string" || !ENV_VAR_NAME.test(n))) throw bad(`has "env" ${JSON.stringify(x)}: it must be a list of environment variable names`);
       out.env = x as string[];
@@ -176,7 +211,7 @@ export function validateSandbox(v: unknown, where: string): SandboxProfile | fal
       out.writable = (x as string[]).map((p) => resolve(base, p));
       if (out.writable.includes("/")) throw bad(`has "writable" "/": that would make the whole filesystem writable`);
     } else {
-      throw bad(`has an unknown field "${k}" (known: network, env, writable)`);
+      throw bad(`has an unknown field "${k}" (known: network, env, writable, git, home)`);
     }
   }
   return out;
@@ -186,7 +221,7 @@ export function validateSandbox(v: unknown, where: string): SandboxProfile | fal
 export function loosens(sandbox: SandboxProfile | false | undefined): boolean {
   if (sandbox === undefined) return false;
   if (sandbox === false) return true;
-  return sandbox.network === true || Boolean(sandbox.env?.length || sandbox.writable?.length);
+  return sandbox.network === true || sandbox.git === true || sandbox.home === true || Boolean(sandbox.env?.length || sandbox.writable?.length);
 }
 
 function configFromEnv(env: NodeJS.ProcessEnv): Partial<Config> {

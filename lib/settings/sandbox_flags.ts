@@ -7,13 +7,15 @@ import { ENV_VAR_NAME } from "../core/names.ts";
 import type { SandboxProfile } from "../protocol/api.ts";
 import type { Settings } from "./context.ts";
 
-/** The sandbox flags as given (`--sandbox`, `--no-sandbox`, `--sandbox-net`, `--env NAME`, `--sandbox-write PATH`). */
+/** The sandbox flags as given (`--sandbox`, `--no-sandbox`, `--sandbox-net`, `--env NAME`, `--sandbox-write PATH`, `--sandbox-git`, `--sandbox-home`). */
 export type SandboxFlags = {
   /** true: --sandbox; false: --no-sandbox; undefined: the config decides. */
   sandbox?: boolean;
   net?: boolean;
   env?: string[];
   write?: string[];
+  git?: boolean;
+  home?: boolean;
 };
 
 /**
@@ -24,7 +26,7 @@ export type SandboxFlags = {
  * errors name the offending flag and value. (Also for `awrepl mcp`: call it with its flags.)
  */
 export function sandboxSpec(settings: Settings, flags: SandboxFlags = {}): SandboxProfile | false | undefined {
-  const modifiers = [flags.net ? "--sandbox-net" : "", flags.env?.length ? "--env" : "", flags.write?.length ? "--sandbox-write" : ""].filter(Boolean);
+  const modifiers = [flags.net ? "--sandbox-net" : "", flags.env?.length ? "--env" : "", flags.write?.length ? "--sandbox-write" : "", flags.git ? "--sandbox-git" : "", flags.home ? "--sandbox-home" : ""].filter(Boolean);
   if (flags.sandbox === false) {
     if (modifiers.length) throw usageError(`${modifiers.join(", ")} cannot go with --no-sandbox`);
     return false;
@@ -45,6 +47,8 @@ export function sandboxSpec(settings: Settings, flags: SandboxFlags = {}): Sandb
   if (env.length) profile.env = env;
   const paths = union(base.writable, write);
   if (paths.length) profile.writable = paths;
+  if (flags.git || base.git) profile.git = true;
+  if (flags.home || base.home) profile.home = true;
   return profile;
 }
 

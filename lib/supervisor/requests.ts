@@ -167,16 +167,16 @@ function checkTarget(fields: Record<string, unknown>, type: string): void {
 /** Most names or paths one sandbox field takes. */
 const MAX_SANDBOX_ITEMS = 256;
 
-/** spec.sandbox: false, or {network?: bool, env?: [names], writable?: [absolute paths]}. */
+/** spec.sandbox: false, or {network?, git?, home?: bool, env?: [names], writable?: [absolute paths]}. */
 function checkSandbox(sandbox: unknown): void {
   if (sandbox === false) return;
   if (typeof sandbox !== "object" || sandbox === null || Array.isArray(sandbox)) throw usage("spec.sandbox must be false or an object");
   for (const [key, value] of Object.entries(sandbox)) {
-    if (key === "network") {
-      checkFlag(sandbox as Record<string, unknown>, "network", "spec.sandbox.");
+    if (key === "network" || key === "git" || key === "home") {
+      checkFlag(sandbox as Record<string, unknown>, key, "spec.sandbox.");
       continue;
     }
-    if (key !== "env" && key !== "writable") throw usage(`spec.sandbox.${key} is not a sandbox field (network, env, writable)`);
+    if (key !== "env" && key !== "writable") throw usage(`spec.sandbox.${key} is not a sandbox field (network, env, writable, git, home)`);
     if (!Array.isArray(value) || value.length > MAX_SANDBOX_ITEMS) throw usage(`spec.sandbox.${key} must be a list of at most ${MAX_SANDBOX_ITEMS} strings`);
     for (const item of value) {
       const ok = typeof item === "string" && (key === "env" ? ENV_VAR_NAME.test(item) : item.startsWith("/") && item.length <= 4096 && !item.includes("\0"));

@@ -154,7 +154,7 @@ export function sameSandbox(a: SandboxProfile | false | undefined, b: SandboxPro
 function canonicalSandbox(s: SandboxProfile | false | undefined): string {
   if (!s) return "none";
   const sorted = (xs: string[] | undefined) => [...new Set(xs ?? [])].sort();
-  return JSON.stringify([s.network === true, sorted(s.env), sorted(s.writable)]);
+  return JSON.stringify([s.network === true, sorted(s.env), sorted(s.writable), s.git === true, s.home === true]);
 }
 
 /** "sandbox: no network", "sandbox: network, env GITHUB_TOKEN, writable /data", or "no sandbox". */
@@ -163,6 +163,8 @@ export function describeSandbox(s: SandboxProfile | false | undefined, prefix = 
   const parts = [s.network ? "network" : "no network"];
   if (s.env?.length) parts.push(`env ${s.env.join(" ")}`);
   if (s.writable?.length) parts.push(`writable ${s.writable.join(" ")}`);
+  if (s.git) parts.push("writable .git");
+  if (s.home) parts.push("home allowed");
   return `${prefix}sandbox: ${parts.join(", ")}`;
 }
 

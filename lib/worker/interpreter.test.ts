@@ -13,6 +13,7 @@ import {
   versionSelectors,
 } from "./interpreter.ts";
 import { PYTHON, tempHome } from "../../tests/harness/mod.ts";
+import { markSandboxWritten } from "../settings/sandbox_written.ts";
 
 let tmp: ReturnType<typeof tempHome>;
 beforeEach(() => {
@@ -70,6 +71,35 @@ describe("chooseCommand", () => {
     expect(chooseCommand({ env: noEnvVar, cwd: project }).command).toBe(join(venv, "bin", "python"));
     expect(chooseCommand({ env: { PATH: bin }, cwd: project }).command).toBe(join(project, ".venv", "bin", "python"));
     expect(chooseCommand({ env: { PATH: bin }, cwd: tmp.home }).command).toBe(join(bin, "python3"));
+  });
+
+  test("where a sandbox could write, $VIRTUAL_ENV, ./.venv, a PATH entry and a shim's version file are passed over, each said", async () => {
+    const state = join(tmp.home, "state");
+    const project = join(tmp.home, "project");
+    fakeExecutable(join(project, ".venv", "bin", "python"));
+    fakeExecutable(join(project, "venv", "bin", "python"));
+    fakeExecutable(join(project, "bin", "python3"));
+    const real = fakeExecutable(join(tmp.home, "bin", "python3"), "\x7fELF"); // not a script: no shim
+    await markSandboxWritten(state, [project]);
+    const env = { PATH: `${join(project, "bin")}:${join(tmp.home, "bin")}`, VIRTUAL_ENV: join(project, "venv") };
+    const chosen = chooseCommand({ env, cwd: project, home: state });
+    expect(chosen.command).toBe(real);
+    expect(chosen.notices).toEqual([
+      expect.stringContaining(`passed over $VIRTUAL_ENV's ${join(project, "venv", "bin", "python")}: it lies in ${project}`),
+      expect.stringContaining(`passed over ${join(project, ".venv", "bin", "python")}`),
+      expect.stringContaining(`passed over ${join(project, "bin", "python3")}`),
+    ]);
+    // Without the state directory's record (another AWREPL_HOME, or none) nothing is passed over.
+    expect(chooseCommand({ env, cwd: project }).source).toBe("VIRTUAL_ENV");
+    // A shim on PATH (a script) follows the nearest .python-version: one in a written tree is not followed.
+    const shims = join(tmp.home, "shims");
+    fakeExecutable(join(shims, "python3"), "#!/bin/sh\nexec pyenv exec python3 \"$@\"\n");
+    writeFileSync(join(project, ".python-version"), "3.9\n");
+    const viaShim = chooseCommand({ env: { PATH: `${shims}:${join(tmp.home, "bin")}` }, cwd: join(project, "bin"), home: state });
+    expect(viaShim.command).toBe(real);
+    expect(viaShim.notices?.[0]).toContain(`(it would follow ${join(project, ".python-version")})`);
+    // Explicit choices are the user's word.
+    expect(chooseCommand({ python: join(project, ".venv", "bin", "python"), env, cwd: project, home: state })).toEqual({ command: join(project, ".venv", "bin", "python"), source: "option" });
   });
 
   test("nothing found is no_interpreter", () => {

@@ -11,6 +11,7 @@ import { writeFileAtomic } from "../core/files.ts";
 import { basename, delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { AwreplError } from "../core/errors.ts";
 import { ensurePrivateDir } from "../settings/home.ts";
+import { passedOver, sandboxWrittenRoot } from "../settings/sandbox_written.ts";
 
 export type Interpreter = {
   /** The command line as given (or as found). */
@@ -27,6 +28,8 @@ export type Interpreter = {
   paths?: string[];
   /** Where the command came from: "option", "AWREPL_PYTHON", "config", "VIRTUAL_ENV", ".venv", "PATH". */
   source: string;
+  /** What was passed over on the way and why (a candidate a sandbox could have planted): for the user. */
+  notices?: string[];
 };
 
 export type ResolveOptions = {
@@ -110,15 +113,20 @@ export function findExecutable(name: string, env: NodeJS.ProcessEnv = process.en
     const path = isAbsolute(name) ? name : resolve(cwd, name);
     return isExecutableFile(path) ? path : null;
   }
+  for (const path of executablesOnPath(name, env, cwd)) return path;
+  return null;
+}
+
+/** Every match for `name` on PATH, in PATH's order. */
+function* executablesOnPath(name: string, env: NodeJS.ProcessEnv, cwd: string): Generator<string> {
   const exts = process.platform === "win32" ? ["", ".exe", ".cmd", ".bat"] : [""];
   for (const dir of (env.PATH ?? "").split(delimiter)) {
     if (!dir) continue;
     for (const ext of exts) {
       const path = join(isAbsolute(dir) ? dir : resolve(cwd, dir), name + ext);
-      if (isExecutableFile(path)) return path;
+      if (isExecutableFile(path)) yield path;
     }
   }
-  return null;
 }
 
 function isExecutableFile(path: string): boolean {
@@ -140,28 +148,45 @@ export function commandArgv(command: string, cwd: string = process.cwd()): strin
   return splitCommandLine(command);
 }
 
-/** The command line to use, in DESIGN.md's order, with where it came from. */
-export function chooseCommand(options: ResolveOptions = {}): { command: string; source: string } {
+/**
+ * The command line to use, in DESIGN.md's order, with where it came from. A `$VIRTUAL_ENV`, a
+ * `./.venv` or a PATH entry that lies where a sandboxed session could write (with `home`: the state
+ * directory's record, lib/settings/sandbox_written.ts) is passed over, and `notices` says so: it may
+ * have been planted, and the interpreter's own probe would run it outside any sandbox.
+ */
+export function chooseCommand(options: ResolveOptions = {}): { command: string; source: string; notices?: string[] } {
   const env = options.env ?? process.env;
   const cwd = options.cwd ?? process.cwd();
   if (options.python?.trim()) return { command: options.python, source: "option" };
   if (env.AWREPL_PYTHON?.trim()) return { command: env.AWREPL_PYTHON, source: "AWREPL_PYTHON" };
   if (options.configPython?.trim()) return { command: options.configPython, source: "config" };
+  const notices: string[] = [];
+  const chosen = (command: string, source: string) => (notices.length ? { command, source, notices } : { command, source });
+  const planted = (what: string, path: string): boolean => {
+    const root = options.home ? sandboxWrittenRoot(options.home, path) : null;
+    if (root) notices.push(passedOver(what, root, "name it with --python (or AWREPL_PYTHON) if you trust it"));
+    return root !== null;
+  };
   const bin = process.platform === "win32" ? join("Scripts", "python.exe") : join("bin", "python");
   if (env.VIRTUAL_ENV) {
     const path = join(env.VIRTUAL_ENV, bin);
-    if (isExecutableFile(path)) return { command: shellQuote(path), source: "VIRTUAL_ENV" };
+    if (isExecutableFile(path) && !planted(`$VIRTUAL_ENV's ${path}`, path)) return chosen(shellQuote(path), "VIRTUAL_ENV");
   }
   // Found paths are quoted: a project in "My Project" must not be split into a command line.
   const venv = resolve(cwd, ".venv", bin);
-  if (isExecutableFile(venv)) return { command: shellQuote(venv), source: ".venv" };
+  if (isExecutableFile(venv) && !planted(venv, venv)) return chosen(shellQuote(venv), ".venv");
   for (const name of ["python3", "python"]) {
-    const path = findExecutable(name, env, cwd);
-    if (path) return { command: shellQuote(path), source: "PATH" };
+    for (const path of executablesOnPath(name, env, cwd)) {
+      if (planted(path, path)) continue;
+      // A shim (pyenv, asdf) picks its interpreter by the nearest version file: one planted chooses.
+      const selector = isScript(path) ? nearestVersionSelector(cwd) : null;
+      if (selector && planted(`${path} (it would follow ${selector})`, selector)) continue;
+      return chosen(shellQuote(path), "PATH");
+    }
   }
   throw new AwreplError(
     "no_interpreter",
-    "No Python interpreter found: tried --python, AWREPL_PYTHON, the config file, $VIRTUAL_ENV, ./.venv, python3 and python on PATH",
+    `No Python interpreter found: tried --python, AWREPL_PYTHON, the config file, $VIRTUAL_ENV, ./.venv, python3 and python on PATH${notices.length ? ` (${notices.join("; ")})` : ""}`,
   );
 }
 
@@ -175,8 +200,9 @@ export function forgetResolvedInterpreters(): void {
 
 /** One run answers all: the real executable, the version, the bytecode tag, and the directories the
  * interpreter reads (prefixes, site dirs, the user site when enabled) for the sandbox's binds. */
+// The cwd ('' on sys.path for -c) is dropped first: a planted ./json.py must not run in the probe.
 const PROBE =
-  "import sys,json,site;u=getattr(site,'getusersitepackages',lambda:None)();" +
+  "import sys;sys.path=[p for p in sys.path if p];import json,site;u=getattr(site,'getusersitepackages',lambda:None)();" +
   "p={sys.prefix,sys.base_prefix,sys.exec_prefix,getattr(sys,'base_exec_prefix',sys.exec_prefix)}|set(getattr(site,'getsitepackages',lambda:[])())|({u} if u and site.ENABLE_USER_SITE else set());" +
   "print(json.dumps({'executable':sys.executable,'version':'%d.%d.%d'%sys.version_info[:3],'cacheTag':sys.implementation.cache_tag,'paths':sorted(x for x in p if x)}))";
 
@@ -189,16 +215,16 @@ function complete(facts: Facts | undefined): facts is Facts {
 export async function resolveInterpreter(options: ResolveOptions = {}): Promise<Interpreter> {
   const env = options.env ?? process.env;
   const cwd = options.cwd ?? process.cwd();
-  const { command, source } = chooseCommand(options);
+  const { command, source, notices } = chooseCommand(options);
   const argv = commandArgv(command, cwd);
   const first = argv[0] as string;
-  if (!looksLikePython(first)) return { command, argv, local: false, source };
+  if (!looksLikePython(first)) return { command, argv, local: false, source, ...(notices ? { notices } : {}) };
   const file = findExecutable(first, env, cwd);
   if (!file) {
     throw new AwreplError("no_interpreter", `Python command ${JSON.stringify(first)} was not found (not an executable file, not on PATH)`);
   }
   const facts = await interpreterFacts(file, argv.slice(1), env, cwd, options.home);
-  return { command, argv: [facts.executable, ...argv.slice(1)], local: true, ...facts, source };
+  return { command, argv: [facts.executable, ...argv.slice(1)], local: true, ...facts, source, ...(notices ? { notices } : {}) };
 }
 
 async function interpreterFacts(file: string, flags: string[], env: NodeJS.ProcessEnv, cwd: string, home?: string): Promise<Facts> {
@@ -234,17 +260,22 @@ async function interpreterFacts(file: string, flags: string[], env: NodeJS.Proce
  */
 export function versionSelectors(shim: string, cwd: string, env: NodeJS.ProcessEnv): string {
   const parts: string[] = [];
-  for (let dir = resolve(cwd); ; dir = dirname(dir)) {
-    const found = [".python-version", ".tool-versions"].map((f) => readSmall(join(dir, f))).filter((t) => t !== null);
-    if (found.length) {
-      parts.push(dir, ...found);
-      break;
-    }
-    if (dirname(dir) === dir) break;
+  const nearest = nearestVersionSelector(cwd);
+  if (nearest) {
+    const dir = dirname(nearest);
+    parts.push(dir, ...[".python-version", ".tool-versions"].map((f) => readSmall(join(dir, f))).filter((t) => t !== null));
   }
   const pyenvRoot = env.PYENV_ROOT ?? (basename(dirname(shim)) === "shims" ? dirname(dirname(shim)) : undefined);
   if (pyenvRoot) parts.push(readSmall(join(pyenvRoot, "version")) ?? "");
   return parts.join("\0");
+}
+
+/** The nearest `.python-version` or `.tool-versions` from `cwd` upwards (the first of the two in the nearest directory), or null. */
+function nearestVersionSelector(cwd: string): string | null {
+  for (let dir = resolve(cwd); ; dir = dirname(dir)) {
+    for (const f of [".python-version", ".tool-versions"]) if (readSmall(join(dir, f)) !== null) return join(dir, f);
+    if (dirname(dir) === dir) return null;
+  }
 }
 
 function readSmall(file: string): string | null {

@@ -4,6 +4,9 @@
 import type { SandboxProfile } from "../protocol/api.ts";
 import { AwreplError } from "../core/errors.ts";
 import { bootstrapLine, runtimeBytecode, runtimeFile, runtimeSource } from "../runtime/source.ts";
+import { dirname } from "node:path";
+import { socketPath } from "../settings/home.ts";
+import { markSandboxWritten, sandboxWrittenRoot } from "../settings/sandbox_written.ts";
 import { type Interpreter, shellQuote } from "./interpreter.ts";
 import type { WorkerKind } from "./transport_failure.ts";
 
@@ -37,8 +40,10 @@ export async function runtimeLaunch(home: string, interpreter: Interpreter, opti
   if (options.sandbox) return sandboxedLaunch(home, interpreter, options.sandbox, options);
   if (interpreter.local) {
     const pyc = options.bytecode === false ? null : await runtimeBytecode(home, interpreter);
-    if (pyc) return { argv: [...interpreter.argv, pyc], bytecode: pyc, kind: "local" };
-    return { argv: [...interpreter.argv, await runtimeFile(home)], kind: "local" };
+    // Where a sandbox could write, imports never look in the cwd (a planted pickle.py, dill.py).
+    const env = sandboxWrittenRoot(home, options.cwd ?? process.cwd()) ? { ...stringEnv(options.env ?? process.env), AWREPL_SAFE_PATH: "1" } : undefined;
+    const argv = [...interpreter.argv, pyc ?? (await runtimeFile(home))];
+    return { argv, ...(pyc ? { bytecode: pyc } : {}), kind: "local", ...(env ? { env } : {}) };
   }
   const src = await runtimeSource();
   const bootstrap = bootstrapLine(src.text);
@@ -63,6 +68,15 @@ async function sandboxedLaunch(home: string, interpreter: Interpreter, profile: 
   const pyc = options.bytecode === false ? null : await runtimeBytecode(home, interpreter);
   const file = pyc ?? (await runtimeFile(home));
   const env = options.env ?? process.env;
-  const sandbox = sandboxLaunch(profile, { cwd: options.cwd ?? process.cwd(), env, interpreterPaths: interpreter.paths ?? [], runtimeFile: file });
+  // The state directory and the socket's: hidden in the sandbox, even under a writable path.
+  const hide = [home, dirname(socketPath(home))];
+  const sandbox = sandboxLaunch(profile, { cwd: options.cwd ?? process.cwd(), env, interpreterPaths: interpreter.paths ?? [], runtimeFile: file, hide });
+  await markSandboxWritten(home, sandbox.writable);
   return { argv: [...sandbox.prefix, ...interpreter.argv, sandbox.runtimePath], bytecode: pyc ?? undefined, kind: "sandbox", env: sandbox.env };
+}
+
+function stringEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) out[k] = v;
+  return out;
 }

@@ -2,7 +2,7 @@
 // sandboxed workers, also for interpreters under a hidden directory (pyenv under /root). The escape
 // attempts against a sandboxed session: tests/e2e/remote_workers.test.ts.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { PYTHON, rejection, requireBwrap, tempHome, waitFor } from "../../tests/harness/mod.ts";
@@ -63,13 +63,53 @@ describe("the bubblewrap command line", () => {
   test("inside a writable directory: credential stores hidden, code that runs later kept read-only", () => {
     mkdirSync(join(tmp.home, ".ssh"));
     mkdirSync(join(tmp.home, ".git", "hooks"), { recursive: true });
+    mkdirSync(join(tmp.home, ".local", "share", "keyrings"), { recursive: true });
     writeFileSync(join(tmp.home, ".netrc"), "machine x password y");
     const argv = sandboxLaunch({}, base()).prefix.join(" ");
     expect(argv).toContain(`--tmpfs ${tmp.home}/.ssh`);
     expect(argv).toContain(`--remount-ro ${tmp.home}/.ssh`);
     expect(argv).toContain(`--ro-bind /dev/null ${tmp.home}/.netrc`);
-    expect(argv).toContain(`--ro-bind ${tmp.home}/.git/hooks ${tmp.home}/.git/hooks`);
-    expect(argv).not.toContain(".bashrc"); // missing files are not bound (no empty files left behind)
+    // .git whole: hooks, config, commondir, config.worktree, info alike; a mount point cannot be renamed.
+    expect(argv).toContain(`--ro-bind ${tmp.home}/.git ${tmp.home}/.git`);
+    // A deeper secret's parents pinned (bound onto themselves, before it), so they cannot be renamed away.
+    expect(argv).toContain(`--bind ${tmp.home}/.local ${tmp.home}/.local --bind ${tmp.home}/.local/share ${tmp.home}/.local/share`);
+    expect(argv.indexOf(`--bind ${tmp.home}/.local/share `)).toBeLessThan(argv.indexOf(`--tmpfs ${tmp.home}/.local/share/keyrings`));
+    // Missing files are not bound (no empty file left behind); missing tool directories get an empty read-only stand-in.
+    expect(argv).not.toContain(".bashrc");
+    expect(argv).toContain(`--tmpfs ${tmp.home}/.vscode`);
+    expect(argv).toContain(`--remount-ro ${tmp.home}/.vscode`);
+  });
+
+  test("awrepl's own state is hidden wherever it is, its parents pinned under a writable directory", () => {
+    const state = join(tmp.home, "a", "state");
+    mkdirSync(state, { recursive: true });
+    const argv = sandboxLaunch({}, { ...base(), hide: [state, "/var/lib/awrepl-test-absent"] }).prefix.join(" ");
+    expect(argv).toContain(`--bind ${tmp.home}/a ${tmp.home}/a`);
+    expect(argv).toContain(`--tmpfs ${state}`);
+    expect(argv).toContain(`--remount-ro ${state}`);
+    // Not under a writable path nor a hidden directory: hidden too (a socket on a read-only mount still answers).
+    expect(argv).toContain("--tmpfs /var/lib/awrepl-test-absent");
+    expect(() => sandboxLaunch({ writable: [state] }, { ...base(), hide: [state] })).toThrow(`The sandbox cannot make ${state} writable: it is inside awrepl's own state`);
+  });
+
+  test("writable paths that would undo a protection are refused by name; --sandbox-git and --sandbox-home are the explicit ways", () => {
+    mkdirSync(join(tmp.home, ".git", "hooks"), { recursive: true });
+    writeFileSync(join(tmp.home, ".git", "config"), "[core]\n");
+    expect(() => sandboxLaunch({ writable: [join(tmp.home, ".git")] }, base())).toThrow(`${tmp.home}/.git is protected in the sandbox`);
+    const git = sandboxLaunch({ git: true }, base()).prefix.join(" ");
+    expect(git).toContain(`--bind ${tmp.home}/.git ${tmp.home}/.git`); // writable, pinned
+    expect(git).toContain(`--ro-bind ${tmp.home}/.git/hooks ${tmp.home}/.git/hooks`);
+    expect(git).toContain(`--ro-bind ${tmp.home}/.git/config ${tmp.home}/.git/config`);
+    const home = { ...base(), env: { ...base().env, HOME: tmp.home } };
+    expect(() => sandboxLaunch({}, home)).toThrow(`The sandbox will not make ${tmp.home} writable: it is your home directory`);
+    expect(sandboxLaunch({ home: true }, home).prefix).toContain("--chdir");
+  });
+
+  test("a protected name that is a symbolic link is refused: the cell could replace the link", () => {
+    mkdirSync(join(tmp.home, "dotfiles"));
+    writeFileSync(join(tmp.home, "dotfiles", "bashrc"), "# mine");
+    symlinkSync("dotfiles/bashrc", join(tmp.home, ".bashrc"));
+    expect(() => sandboxLaunch({}, base())).toThrow(`The sandbox cannot protect ${tmp.home}/.bashrc: it is a symbolic link (to dotfiles/bashrc)`);
   });
 
   test("a remote interpreter is refused: the sandbox runs a local one", async () => {
@@ -88,17 +128,22 @@ describe("sandboxed workers", () => {
     test(`${python}: starts (its prefix bound when a hidden directory holds it), runs, and kill() leaves nothing`, async () => {
       requireBwrap();
       const interpreter = await resolveInterpreter({ python, home: tmp.home });
-      const launch = await runtimeLaunch(tmp.home, interpreter, { sandbox: {}, cwd: tmp.home, env: process.env });
+      // The state directory and the project apart: a writable path inside awrepl's state is refused.
+      const cwd = join(tmp.home, "project");
+      const state = join(tmp.home, "state");
+      mkdirSync(cwd, { recursive: true });
+      mkdirSync(state, { recursive: true, mode: 0o700 });
+      const launch = await runtimeLaunch(state, interpreter, { sandbox: {}, cwd, env: process.env });
       expect(launch.kind).toBe("sandbox");
       expect(launch.argv.some((a) => a.startsWith("/run/awrepl/runtime-"))).toBe(true);
-      const w = await Worker.start({ argv: launch.argv, env: launch.env, kind: launch.kind, cwd: tmp.home });
+      const w = await Worker.start({ argv: launch.argv, env: launch.env, kind: launch.kind, cwd });
       let child = 0;
       try {
         let out = "";
         await w.request({ type: "execute", code: "import os, sys, subprocess\np = subprocess.Popen(['sleep', '600'])\nprint(os.getpid(), p.pid, sys.version_info[:2], os.getcwd())" }, { output: (_s, t) => (out += t) });
         const [pid, sleepPid] = out.split(" ");
         expect(pid).toBe("2"); // a pid namespace of its own: bwrap's reaper is 1
-        expect(out).toContain(tmp.home);
+        expect(out).toContain(cwd);
         const facts = await w.info();
         expect(facts?.pid).toBe(2);
         const { hostPidOf } = await import("./facts.ts");

@@ -1,6 +1,6 @@
 // The `--sandbox` launch (Linux): the bubblewrap command line a sandboxed worker starts under, and the
 // environment bwrap itself is spawned with. Loaded with `await import()` only for a sandboxed session.
-// Measured reasons for every part: /work/notes/sandbox-remote.md §2 (summarised beside each part below).
+// The rule it keeps and the kernel facts it relies on: docs/sandbox.md (each part's reason beside it below).
 //
 // The default profile: no network; new pid, ipc, uts, cgroup and user namespaces; no capabilities and
 // no nested user namespaces; a new session; it dies with its parent. `/` read-only; a fresh /dev and
@@ -9,7 +9,9 @@
 // prefixes re-bound read-only when a hidden directory holds them (pyenv under ~); the runtime's cached
 // bytecode bound read-only at /run/awrepl/. The cwd (and extra writable paths) writable, with the
 // credential stores inside them hidden again and the files that run code later outside the sandbox
-// (git hooks, shell rc files) kept read-only. The environment: an allowlist plus `env` opt-ins.
+// (git hooks, shell rc files) kept read-only, each a mount point of its own (so it cannot be renamed
+// or replaced) with its parents pinned; awrepl's state directory hidden wherever it is. The
+// environment: an allowlist plus `env` opt-ins.
 //
 // Values of the environment are NEVER put on bwrap's command line (a command line is world-readable
 // in `ps`, and /proc/1/cmdline inside): bwrap is spawned with exactly the sandbox's environment,
@@ -17,7 +19,7 @@
 // before --clearenv would apply), so no --clearenv/--setenv at all.
 //
 // Other platforms are refused: macOS's sandbox-exec is deprecated and not supported yet.
-import { accessSync, constants, existsSync, lstatSync, readdirSync, realpathSync, statSync } from "node:fs";
+import { accessSync, constants, existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync } from "node:fs";
 import { basename, delimiter, dirname, isAbsolute, join, resolve, sep } from "node:path";
 import { AwreplError } from "../core/errors.ts";
 import type { SandboxProfile } from "../protocol/api.ts";
@@ -33,6 +35,11 @@ export type SandboxContext = {
   runtimeFile: string;
   /** Where bwrap is (default: found on PATH). */
   bwrap?: string;
+  /**
+   * What awrepl owns outside the sandbox (the state directory, the socket's directory): hidden inside
+   * it wherever they are, even under a writable path.
+   */
+  hide?: string[];
 };
 
 export type SandboxLaunch = {
@@ -42,6 +49,8 @@ export type SandboxLaunch = {
   runtimePath: string;
   /** The environment to spawn bwrap with, which is also the sandbox's. */
   env: Record<string, string>;
+  /** The writable directories (real paths): what a cell may have written (lib/settings/sandbox_written.ts). */
+  writable: string[];
 };
 
 /** Names passed when set: none of them carries a credential. */
@@ -57,8 +66,22 @@ const HIDDEN_FILES = ["/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshad
 /** Inside a writable directory (the cwd may be $HOME): credential stores hidden again. */
 const SECRET_DIRS_IN_WRITABLE = [".ssh", ".aws", ".azure", ".config", ".gnupg", ".docker", ".kube", ".gcloud", ".password-store", ".local/share/keyrings", ".terraform.d"];
 const SECRET_FILES_IN_WRITABLE = [".netrc", ".git-credentials", ".pgpass", ".npmrc", ".pypirc", ".terraformrc", ".bash_history", ".zsh_history", ".python_history", ".Xauthority"];
-/** Inside a writable directory: files that run code later, outside the sandbox, kept read-only. */
-const READ_ONLY_IN_WRITABLE = [".git/hooks", ".git/config", ".gitmodules", ".gitconfig", ".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zprofile", ".zshenv", ".envrc", ".vscode", ".idea", ".mcp.json", "awrepl.jsonc", ".python-version", ".tool-versions"];
+/**
+ * Inside a writable directory: what other tools run code from later, outside the sandbox, kept
+ * read-only. `.git` whole (hooks, config, config.worktree, commondir, info: any of them steers git).
+ */
+const READ_ONLY_IN_WRITABLE = [".git", ".gitmodules", ".gitconfig", ".bashrc", ".bash_profile", ".bash_login", ".profile", ".bash_logout", ".zshrc", ".zprofile", ".zshenv", ".zlogin", ".envrc", ".vscode", ".idea", ".claude", ".devcontainer", ".mcp.json", "awrepl.jsonc", ".python-version", ".tool-versions", "mise.toml", ".mise.toml"];
+/**
+ * Of those, the directories a cell must not create where they are missing, because the tool that reads
+ * them runs what they say without asking again in a folder already trusted (git's hooks and config,
+ * VS Code's tasks, Claude Code's hooks; direnv and mise ask for each new file): an empty read-only one is
+ * mounted in their place (bwrap makes the empty directory on the host; an empty directory is inert to
+ * git, editors and agents alike). It stays after the session: a mount point removed from outside is
+ * unmounted in every sandbox still using it (Linux >= 3.18), so removing it could never be safe.
+ */
+const PLACEHOLDER_DIRS = [".git", ".vscode", ".claude"];
+/** With `git: true`: `.git` writable, but these inside it still read-only (and `hooks` made when missing). */
+const READ_ONLY_IN_GIT = ["hooks", "config", "config.worktree", "commondir"];
 
 /** Where the runtime file is bound inside (/run is a private tmpfs there: the mount point costs nothing). */
 export const RUNTIME_DIR_INSIDE = "/run/awrepl";
@@ -110,7 +133,9 @@ export function sandboxEnv(env: NodeJS.ProcessEnv, optIn: readonly string[] = []
 /** Checks a profile's shape (it may come from a config file or another process): a clear error naming the bad value. */
 export function checkProfile(profile: SandboxProfile): void {
   if (typeof profile !== "object" || profile === null || Array.isArray(profile)) throw new AwreplError("usage", `The sandbox profile must be an object, not ${JSON.stringify(profile)}`);
-  if (profile.network !== undefined && typeof profile.network !== "boolean") throw new AwreplError("usage", `The sandbox's network setting must be true or false, not ${JSON.stringify(profile.network)}`);
+  for (const key of ["network", "git", "home"] as const) {
+    if (profile[key] !== undefined && typeof profile[key] !== "boolean") throw new AwreplError("usage", `The sandbox's ${key} setting must be true or false, not ${JSON.stringify(profile[key])}`);
+  }
   for (const key of ["writable", "env"] as const) {
     const list = profile[key];
     if (list !== undefined && (!Array.isArray(list) || list.some((v) => typeof v !== "string" || v === ""))) {
@@ -185,8 +210,8 @@ export function sandboxLaunch(profile: SandboxProfile, ctx: SandboxContext): San
   const runtimePath = `${RUNTIME_DIR_INSIDE}/${basename(ctx.runtimeFile)}`;
   a.push("--ro-bind", ctx.runtimeFile, runtimePath);
   // Writable: the cwd and the extra paths, bound after the tmpfs mounts (so even inside a hidden
-  // directory); then, inside them, credential stores hidden again and code-running files read-only.
-  // Existing ones only: bwrap creates missing mount points, which would leave empty files behind.
+  // directory); then, inside them, awrepl's own state hidden, credential stores hidden again and
+  // code-running files read-only (writableView below).
   const writable = [cwd];
   for (const w of profile.writable ?? []) {
     const r = real(w);
@@ -194,29 +219,176 @@ export function sandboxLaunch(profile: SandboxProfile, ctx: SandboxContext): San
     if (r === "/") throw new AwreplError("usage", "The sandbox cannot make / writable");
     if (!writable.includes(r)) writable.push(r);
   }
+  const owned = (ctx.hide ?? []).map((h) => real(h) ?? resolve(h));
+  checkWritable(writable, owned, home, profile);
   for (const w of writable) a.push("--bind", w, w);
+  const view = writableView(writable, profile);
+  // awrepl's state: hidden wherever it is visible (under a writable path, or on the read-only root);
+  // under a hidden directory and no writable path it is out of sight already.
+  for (const h of owned) {
+    const root = writable.find((w) => under(h, w));
+    if (!root && hidden.some((d) => under(h, d))) continue;
+    if (root) view.pins.push(...ancestorsBetween(root, h));
+    view.mounts.push(["--tmpfs", h]);
+    readOnlyLater.push(h);
+  }
+  // Pins first, shallowest first: each is a bind of the host's directory, which would cover a mount
+  // made below it earlier. A mount point cannot be renamed or removed (EBUSY), so a protected path's
+  // parents, pinned, cannot be moved away with the protection and replaced by a planted copy.
+  for (const p of [...new Set(view.pins)].sort((x, y) => x.split(sep).length - y.split(sep).length)) a.push("--bind", p, p);
+  for (const m of view.mounts) a.push(...m);
+  readOnlyLater.push(...view.readOnly);
+  for (const d of readOnlyLater) a.push("--remount-ro", d);
+  a.push("--chdir", cwd, "--");
+  return { prefix: a, runtimePath, env: sandboxEnv(ctx.env, profile.env), writable };
+}
+
+/**
+ * Writable paths the sandbox refuses: one inside awrepl's own state; one that is a protected entry of
+ * another (`--sandbox-write .git`: `git: true` is the way); the home directory or one holding it,
+ * unless `home: true` (a home has more places that run code later than any list can name).
+ */
+function checkWritable(writable: string[], owned: string[], home: string | null, profile: SandboxProfile): void {
+  for (const w of writable) {
+    const inside = owned.find((o) => under(w, o));
+    if (inside) throw new AwreplError("usage", `The sandbox cannot make ${w} writable: it is inside awrepl's own state (${inside})`);
+    for (const root of writable) {
+      if (root === w || !under(w, root)) continue;
+      const names = [...READ_ONLY_IN_WRITABLE.filter((n) => n !== ".git" || !profile.git), ...SECRET_DIRS_IN_WRITABLE, ...SECRET_FILES_IN_WRITABLE];
+      const taken = names.map((n) => join(root, n)).find((p) => under(w, p));
+      if (taken) {
+        const hint = taken === join(root, ".git") ? "; --sandbox-git makes .git writable" : "";
+        throw new AwreplError("usage", `The sandbox cannot make ${w} writable: ${taken} is protected in the sandbox (code or credentials there are used outside it later)${hint}`);
+      }
+    }
+    if (home && under(home, w) && !profile.home) {
+      throw new AwreplError(
+        "usage",
+        `The sandbox will not make ${w} writable: it ${w === home ? "is" : "holds"} your home directory, where a file the code creates (a shell rc file, a program in ~/.local/bin, a config) may run later as you. Run the session in a project directory (--cwd, or cd there), or pass --sandbox-home to allow it`,
+      );
+    }
+  }
+}
+
+type WritableView = { pins: string[]; mounts: string[][]; readOnly: string[] };
+
+/** The mounts that protect what lies inside the writable paths, and the parents to pin for them. */
+function writableView(writable: string[], profile: SandboxProfile): WritableView {
+  const view: WritableView = { pins: [], mounts: [], readOnly: [] };
   for (const w of writable) {
     if (!isDir(w)) continue;
     for (const d of SECRET_DIRS_IN_WRITABLE) {
-      const p = join(w, d);
-      if (entryAt(p) === "dir") {
-        a.push("--tmpfs", p);
-        readOnlyLater.push(p);
-      }
+      const p = protectedEntry(w, d);
+      if (p !== "dir") continue;
+      view.pins.push(...ancestorsBetween(w, join(w, d)));
+      view.mounts.push(["--tmpfs", join(w, d)]);
+      view.readOnly.push(join(w, d));
     }
     for (const f of SECRET_FILES_IN_WRITABLE) {
-      const p = join(w, f);
-      if (entryAt(p) === "file") a.push("--ro-bind", "/dev/null", p);
+      if (protectedEntry(w, f) !== null) view.mounts.push(["--ro-bind", "/dev/null", join(w, f)]);
     }
-    for (const f of READ_ONLY_IN_WRITABLE) {
-      const p = join(w, f);
-      const entry = entryAt(p);
-      if (entry !== null && entry !== "link") a.push("--ro-bind", p, p);
+    for (const name of READ_ONLY_IN_WRITABLE) {
+      const p = join(w, name);
+      const entry = protectedEntry(w, name);
+      if (name === ".git" && profile.git) {
+        if (entry === "dir") gitWritable(p, view);
+        else if (entry !== null) view.mounts.push(["--ro-bind", p, p]); // a gitfile: where the repository is
+        continue;
+      }
+      if (entry === null) {
+        if (PLACEHOLDER_DIRS.includes(name)) {
+          view.mounts.push(["--tmpfs", p]);
+          view.readOnly.push(p);
+        }
+        continue;
+      }
+      view.mounts.push(["--ro-bind", p, p]);
+      if (name === ".git" && entry === "file") gitdirOfFile(p, writable, view);
     }
   }
-  for (const d of readOnlyLater) a.push("--remount-ro", d);
-  a.push("--chdir", cwd, "--");
-  return { prefix: a, runtimePath, env: sandboxEnv(ctx.env, profile.env) };
+  return view;
+}
+
+/** `git: true`: `.git` writable, pinned (so it cannot be renamed away), its hooks and config read-only. */
+function gitWritable(git: string, view: WritableView): void {
+  view.pins.push(git);
+  for (const name of READ_ONLY_IN_GIT) {
+    const p = join(git, name);
+    const entry = entryAt(p);
+    if (entry === "link") throw linkError(p);
+    if (entry !== null) view.mounts.push(["--ro-bind", p, p]);
+    else if (name === "hooks") {
+      view.mounts.push(["--tmpfs", p]);
+      view.readOnly.push(p);
+    }
+  }
+}
+
+/** A `.git` file (a worktree, a submodule) names the repository: read-only too when a writable path holds it. */
+function gitdirOfFile(file: string, writable: string[], view: WritableView): void {
+  // Unreadable or malformed: git cannot use it either.
+  const m = /^gitdir:\s*(.+?)\s*$/m.exec(readSmall(file) ?? "");
+  const target = m?.[1] ? real(resolve(dirname(file), m[1])) : null;
+  if (!target) return;
+  protectRepository(target, writable, view);
+  // A worktree's gitdir names the main repository in `commondir`: its config and hooks are the ones git runs.
+  const common = /^(.+?)\s*$/.exec(readSmall(join(target, "commondir")) ?? "")?.[1];
+  if (common) {
+    const r = real(resolve(target, common));
+    if (r) protectRepository(r, writable, view);
+  }
+}
+
+function protectRepository(gitdir: string, writable: string[], view: WritableView): void {
+  const root = writable.find((w) => under(gitdir, w));
+  if (!root || gitdir === root) return;
+  view.pins.push(...ancestorsBetween(root, gitdir));
+  view.mounts.push(["--ro-bind", gitdir, gitdir]);
+}
+
+function readSmall(file: string): string | null {
+  try {
+    return readFileSync(file, "utf8").slice(0, 4096);
+  } catch {
+    return null;
+  }
+}
+
+/** The directories strictly between `root` and `path` (which lies under it). */
+function ancestorsBetween(root: string, path: string): string[] {
+  const out: string[] = [];
+  for (let d = dirname(path); d !== root && under(d, root) && d !== dirname(d); d = dirname(d)) out.unshift(d);
+  return out;
+}
+
+/**
+ * What is at `root`/`rel` (a protected name), refusing a symbolic link on the way: a link in a
+ * writable directory can be replaced by the cell, and a mount cannot be put on the link itself (it
+ * would land on its target), so the name could not be protected.
+ */
+function protectedEntry(root: string, rel: string): "dir" | "file" | "other" | null {
+  let p = root;
+  for (const part of rel.split("/")) {
+    p = join(p, part);
+    const entry = entryAt(p);
+    if (entry === "link") throw linkError(p);
+    if (entry === null) return null;
+    if (entry !== "dir" && p !== join(root, rel)) return null;
+  }
+  return entryAt(p) as "dir" | "file" | "other";
+}
+
+function linkError(p: string): AwreplError {
+  let target = "?";
+  try {
+    target = readlinkSync(p);
+  } catch {
+    // gone meanwhile: the message still names the path
+  }
+  return new AwreplError(
+    "usage",
+    `The sandbox cannot protect ${p}: it is a symbolic link (to ${target}) in a writable directory, so the code could replace it with a file of its own that runs outside the sandbox later. Use a writable directory without it (another --cwd, or --sandbox-write a subdirectory), or replace the link with the file it points to`,
+  );
 }
 
 /**

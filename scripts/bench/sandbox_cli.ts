@@ -28,9 +28,12 @@ export async function benchSandboxCli(options: { smoke?: boolean } = {}): Promis
   const check = bwrapAvailable();
   if (!check.ok) return { figures: {}, skipped: check.reason };
   const rounds = options.smoke ? 2 : ROUNDS;
-  const { home, remove } = tempHome("awrepl-bench-sandbox-");
-  const cwd = join(home, "project");
+  const { home: root, remove } = tempHome("awrepl-bench-sandbox-");
+  // The project beside the state directory, not in it: a writable path inside awrepl's state is refused.
+  const cwd = join(root, "project");
+  const home = join(root, "state");
   mkdirSync(cwd);
+  mkdirSync(home, { mode: 0o700 });
   const env = { ...process.env, AWREPL_HOME: home, AWREPL_PYTHON: PYTHON, NO_COLOR: "1", AWREPL_SESSION: undefined };
   const awrepl = (argv: string[]) => {
     const r = timeSpawn([AWREPL_BIN, ...argv], { env, cwd });

@@ -10,7 +10,7 @@
 //
 //   bun scripts/bench/workers.ts [--smoke] [--json]     prints a table, or its figures as one JSON line
 import { mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { ReplSession } from "../../lib/session/session.ts";
 import { resolveInterpreter } from "../../lib/worker/interpreter.ts";
 import { runtimeLaunch } from "../../lib/worker/launch.ts";
@@ -26,11 +26,18 @@ import { type BenchOptions, type Figures, figure, log, PYTHON, procStatusMiB, su
 
 const C_LOOP_WITH_CHILD = "import os, subprocess\n_child = subprocess.Popen(['sleep', '600'])\nprint(os.getpid(), _child.pid)";
 
+/** The workers' directory, beside the state directory (a sandbox refuses a cwd inside awrepl's state). */
+function projectOf(home: string): string {
+  const dir = join(dirname(home), "project");
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
 /** Starts a worker for `python` (a command line), optionally sandboxed, with the state in `home`. */
 async function startWorker(home: string, python: string, extra: { sandbox?: boolean; heartbeat?: HeartbeatOptions } = {}): Promise<Worker> {
   const interpreter = await resolveInterpreter({ python, home });
-  const launch = await runtimeLaunch(home, interpreter, { sandbox: extra.sandbox ? {} : null, cwd: home, env: process.env });
-  return Worker.start({ argv: launch.argv, stdinPreamble: launch.stdinPreamble, env: launch.env, kind: launch.kind, cwd: home, heartbeat: extra.heartbeat });
+  const launch = await runtimeLaunch(home, interpreter, { sandbox: extra.sandbox ? {} : null, cwd: projectOf(home), env: process.env });
+  return Worker.start({ argv: launch.argv, stdinPreamble: launch.stdinPreamble, env: launch.env, kind: launch.kind, cwd: projectOf(home), heartbeat: extra.heartbeat });
 }
 
 /** The worker's python and a `sleep` child as the worker numbers them (the cell prints both). */
@@ -146,8 +153,8 @@ async function snapshotFigures(home: string, mb: number, rounds: number): Promis
 /** A sandboxed worker's first result, cold and as a new session with a spare ready, beside their floors. */
 async function sandboxStartFigures(home: string, rounds: number): Promise<Figures> {
   const interpreter = await resolveInterpreter({ python: PYTHON, home });
-  const launch = await runtimeLaunch(home, interpreter, { sandbox: {}, cwd: home, env: process.env });
-  const profile = sandboxLaunch({}, { cwd: home, env: process.env, interpreterPaths: interpreter.paths ?? [], runtimeFile: launch.bytecode ?? "/etc/hostname" });
+  const launch = await runtimeLaunch(home, interpreter, { sandbox: {}, cwd: projectOf(home), env: process.env });
+  const profile = sandboxLaunch({}, { cwd: projectOf(home), env: process.env, interpreterPaths: interpreter.paths ?? [], runtimeFile: launch.bytecode ?? "/etc/hostname" });
   const out: Record<string, number[]> = { bwrapTrue: [], localCold: [], sandboxCold: [], localSpare: [], sandboxSpare: [] };
   const firstResult = async (sandbox: boolean) => {
     const t = performance.now();
@@ -164,7 +171,7 @@ async function sandboxStartFigures(home: string, rounds: number): Promise<Figure
   }
   // New named sessions taking a warm spare, as the supervisor's sessions do.
   const spares = new SpareWorkers(4);
-  const options = (sandbox: boolean) => ({ python: PYTHON, home, cwd: home, spares, sandbox: sandbox ? {} : undefined });
+  const options = (sandbox: boolean) => ({ python: PYTHON, home, cwd: projectOf(home), spares, sandbox: sandbox ? {} : undefined });
   try {
     // One spare per key (local, sandboxed), then interleaved rounds, each taking a ready spare.
     for (const sandbox of [false, true]) await (await ReplSession.start("warm", options(sandbox))).close();

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { ReplSession } from "../../lib/session/session.ts";
 import { hostPidOf } from "../../lib/worker/facts.ts";
 import {
+  rejection,
   goneWithin,
   PYTHON,
   processesOf,
@@ -240,7 +241,7 @@ describe("a sandboxed session (library)", () => {
     for (const key of readdirSync("/etc/ssh").filter((n) => /^ssh_host_.*_key$/.test(n))) expect(await py(read(`/etc/ssh/${key}`))).toBe("'Permission denied'");
   });
 
-  test("a project that is $HOME: its credential stores hidden again inside the writable cwd", async () => {
+  test("a project that is $HOME is refused unless allowed (home: true); then its credential stores are hidden again inside the writable cwd", async () => {
     const home = join(tmp.home, "alice");
     mkdirSync(join(home, ".ssh"), { recursive: true });
     mkdirSync(join(home, ".aws"));
@@ -248,7 +249,10 @@ describe("a sandboxed session (library)", () => {
     writeFileSync(join(home, ".aws", "credentials"), "aws_secret_access_key = x");
     writeFileSync(join(home, ".netrc"), "machine example.com password hunter2");
     writeFileSync(join(home, "notes.txt"), "mine");
-    const s = await ReplSession.start("home-cwd", { python: PYTHON, home: join(tmp.home, "state"), cwd: home, env: { HOME: home }, sandbox: {} });
+    const refused = await rejection(ReplSession.start("home-cwd", { python: PYTHON, home: join(tmp.home, "state"), cwd: home, env: { HOME: home }, sandbox: {} }));
+    expect(refused.message).toContain(`The sandbox will not make ${home} writable: it is your home directory`);
+    expect(refused.message).toContain("--sandbox-home");
+    const s = await ReplSession.start("home-cwd", { python: PYTHON, home: join(tmp.home, "state"), cwd: home, env: { HOME: home }, sandbox: { home: true } });
     try {
       const value = async (code: string) => (await s.execute(code)).value;
       expect(await value(read("~/notes.txt"))).toBe("'read'");
