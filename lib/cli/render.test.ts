@@ -182,6 +182,9 @@ describe("a lost worker", () => {
     // A restore at start has no notice: its own line says it.
     const atStart = renderText(result({ restored }));
     expect(atStart.stderr).toBe(`awrepl: restored 1 name(s) from ${source}\n`);
+    // An empty snapshot, restored whole: nothing to say.
+    expect(renderText(result({ restored: { source, restored: [], failed: [] } })).stderr).toBe("");
+    expect(renderText(result({ restored: { source, restored: [], failed: [{ name: "s", reason: "x" }] } })).stderr).toContain("could not restore s");
   });
 });
 

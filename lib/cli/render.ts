@@ -60,8 +60,10 @@ export function renderText(result: ExecResult, options: RenderOptions = {}): Ren
   }
   const notice = result.notice;
   // A restore is said once: by the notice when it tells this one (a recovery after a lost worker
-  // names the snapshot it went back to, "its snapshot of <time> (<path>)"), else by its own line.
-  if (result.restored && !notice?.includes(`(${result.restored.source})`)) {
+  // names the snapshot it went back to, "its snapshot of <time> (<path>)"), else by its own line;
+  // an empty snapshot that came back whole brings nothing to say.
+  const said = result.restored && (result.restored.restored.length > 0 || result.restored.failed.length > 0);
+  if (result.restored && said && !notice?.includes(`(${result.restored.source})`)) {
     const r = result.restored;
     const failed = r.failed.length ? `; could not restore ${r.failed.map((f) => f.name).join(", ")}` : "";
     err = line(err, `awrepl: restored ${r.restored.length} name(s) from ${r.source}${failed}`, shownErr);

@@ -58,6 +58,13 @@ describe("loadConfig", () => {
     expect((err as { exitCode: number }).exitCode).toBe(2);
   });
 
+  test("a __proto__ key (which the parser would swallow) is reported as unknown, at any depth", async () => {
+    for (const text of [`{"__proto__": {"timeoutMs": 1}}`, `{"__proto__": 5}`, `{"sandbox": {"__proto__": {"network": true}}}`]) {
+      const { cwd, env } = setup(text);
+      await expect(loadConfig({ cwd, env })).rejects.toThrow(/Unknown config key "(sandbox\.)?__proto__" in .*config\.jsonc/);
+    }
+  });
+
   test("unknown keys and wrong types are named", async () => {
     await expect(loadConfig(setup(`{"timeout": 5}`))).rejects.toThrow(/Unknown config key "timeout"/);
     await expect(loadConfig(setup(`{"timeoutMs": "5"}`))).rejects.toThrow(/"timeoutMs" .* must be a non-negative number, not "5"/);

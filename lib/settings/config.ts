@@ -140,7 +140,7 @@ export async function readConfigFile(path: string): Promise<{ config: Partial<Co
   // "#jsonc-parse" (package.json "imports"): under Bun (the executable, the sources) jsonc-parser's parser
   // module alone, which spares the package entry's formatter and editor; elsewhere the package entry
   // (Node's and Deno's loaders refuse that module: it imports './scanner' without an extension).
-  const { parse } = await import("#jsonc-parse");
+  const { parse, visit } = await import("#jsonc-parse");
   const errors: ParseError[] = [];
   const value: unknown = parse(text, errors, { allowTrailingComma: true });
   const first = errors[0];
@@ -150,6 +150,11 @@ export async function readConfigFile(path: string): Promise<{ config: Partial<Co
     const found = JSON.stringify(text.slice(first.offset, first.offset + Math.max(1, Math.min(first.length, 20))));
     throw new AwreplError("usage", `Config file ${path} is not valid JSONC: unexpected ${found} at ${where}`);
   }
+  // The parser builds objects by assignment, so a "__proto__" key sets a prototype instead of making
+  // a key, and would be neither applied nor reported: look for it in the text.
+  let proto: string | null = null;
+  visit(text, { onObjectProperty: (name, _offset, _length, _line, _column, pathOf) => void (name === "__proto__" && (proto ??= [...pathOf(), name].join("."))) }, { allowTrailingComma: true });
+  if (proto) throw new AwreplError("usage", `Unknown config key "${proto}" in ${path}`);
   return { config: validateConfig(value, path), text };
 }
 

@@ -21,12 +21,30 @@ describe("ensurePrivateDir: awrepl never changes a directory it did not create",
     expect(ensurePrivateDir(dir)).toBe(dir); // and used again
   });
 
-  test("a directory open to others is refused, named, and left as it was (/tmp, a 0755 one)", () => {
-    expect(() => ensurePrivateDir("/tmp")).toThrow(/Directory \/tmp is open to other users \(mode 1777\)/);
+  test("`mkdir -p` (0755, 0750) is accepted as it is: others may read the directory, not change it", () => {
+    for (const mode of [0o755, 0o750]) {
+      const dir = join(scratch(), "made-by-mkdir-p");
+      mkdirSync(dir);
+      chmodSync(dir, mode);
+      expect(ensurePrivateDir(dir)).toBe(dir);
+      expect(statSync(dir).mode & 0o777).toBe(mode);
+      // What awrepl makes inside is private.
+      expect(statSync(ensurePrivateDir(join(dir, "snapshots"))).mode & 0o777).toBe(0o700);
+    }
+  });
+
+  test("a directory others can write is refused, named, and left as it was (/tmp, a 0775, a 0757 one)", () => {
+    expect(() => ensurePrivateDir("/tmp")).toThrow(/Directory \/tmp can be written by other users \(mode 1777\)/);
     expect(statSync("/tmp").mode & 0o7777).toBe(0o1777);
+    for (const mode of [0o775, 0o757]) {
+      const dir = join(scratch(), "shared");
+      mkdirSync(dir);
+      chmodSync(dir, mode);
+      expect(() => ensurePrivateDir(dir)).toThrow(`mode 0${mode.toString(8)}`);
+    }
     const dir = join(scratch(), "shared");
-    mkdirSync(dir, { mode: 0o755 });
-    chmodSync(dir, 0o755);
+    mkdirSync(dir, { mode: 0o777 });
+    chmodSync(dir, 0o777);
     const err = (() => {
       try {
         ensurePrivateDir(dir);
@@ -36,8 +54,8 @@ describe("ensurePrivateDir: awrepl never changes a directory it did not create",
       return null;
     })();
     expect(err?.code).toBe("usage");
-    expect(err?.message).toContain(`chmod 700 ${dir}`);
-    expect(statSync(dir).mode & 0o777).toBe(0o755);
+    expect(err?.message).toContain(`chmod go-w ${dir}`);
+    expect(statSync(dir).mode & 0o777).toBe(0o777);
   });
 
   test("a symbolic link and a directory of another user's are refused", () => {

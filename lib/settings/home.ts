@@ -15,10 +15,12 @@ export function stateDir(env: NodeJS.ProcessEnv = process.env): string {
 
 /**
  * Creates `dir` (and its parents) private (0700) if it does not exist, and returns it. An existing
- * directory is used only if it already is what awrepl would have made: a real directory (not a
- * symbolic link), owned by this user, that nobody else can read or write. Anything else (AWREPL_HOME
- * pointing at /tmp, at a directory of another user's, at a link) is refused with a clear error and
- * never changed: awrepl does not chmod what it did not create.
+ * directory is used if nobody else can change what is in it: a real directory (not a symbolic link),
+ * owned by this user, that no group or other user can write (`mkdir -p` makes 0755: that is fine;
+ * what awrepl puts inside is 0700/0600, and the socket is bound in a private directory of its own
+ * before it is renamed into place, 0600). Anything else (AWREPL_HOME pointing at /tmp, at a directory
+ * of another user's, at a link, at one others may write) is refused with a clear error and never
+ * changed: awrepl does not chmod what it did not create.
  */
 export function ensurePrivateDir(dir: string): string {
   const { mkdirSync } = builtin("node:fs");
@@ -46,9 +48,10 @@ export function privateDirProblem(dir: string): string | null {
   if (!st.isDirectory()) return "is not a directory";
   const uid = typeof process.getuid === "function" ? process.getuid() : st.uid;
   if (st.uid !== uid) return `belongs to uid ${st.uid}, not to you (uid ${uid}): awrepl does not use or change it (point AWREPL_HOME at a directory of your own)`;
-  if ((st.mode & 0o077) !== 0) {
+  // Others may list it (0755), but never add, remove or rename what is in it.
+  if ((st.mode & 0o022) !== 0) {
     const mode = (st.mode & 0o7777).toString(8).padStart(4, "0");
-    return `is open to other users (mode ${mode}): awrepl keeps its socket and snapshots there, so it must be private; run \`chmod 700 ${dir}\` or point AWREPL_HOME at a new directory`;
+    return `can be written by other users (mode ${mode}): awrepl keeps its socket and snapshots there, so nobody else may change what is in it; run \`chmod go-w ${dir}\` (or \`chmod 700 ${dir}\`) or point AWREPL_HOME at a new directory`;
   }
   return null;
 }

@@ -3,7 +3,7 @@
 // after checking that nobody answers on the path already. The socket is 0600 from the start, and a
 // supervisor whose path was removed or replaced (by a newer supervisor, or by hand) never touches the
 // path again: it belongs to someone else by then.
-import { chmodSync, lstatSync, mkdirSync, renameSync, statSync, unlinkSync } from "node:fs";
+import { chmodSync, lstatSync, mkdirSync, renameSync, rmSync, statSync, unlinkSync } from "node:fs";
 import { connect as netConnect, type Server, type Socket } from "node:net";
 import { dirname, join } from "node:path";
 import { AwreplError } from "../core/errors.ts";
@@ -108,31 +108,39 @@ function ensureShortSocketDir(socket: string): void {
 }
 
 /**
- * Listens on `path`, mode 0600 from the start. On Unix the server binds a private name in the same
- * directory and renames it into place: closing a Bun/Node server unlinks the path it bound, and that
- * must never be `path`, which another supervisor may own by the time this one stops (its socket
- * deleted or replaced). The private name is gone after the rename, so closing unlinks nothing.
+ * Listens on `path`, mode 0600 from the start. On Unix the server binds a name in a private (0700)
+ * directory of its own beside `path` and renames it into place: the state directory may be readable
+ * by others (`mkdir -p` makes it 0755), and a socket is connectable with the mode bind gave it until
+ * the chmod; and closing a Bun/Node server unlinks the path it bound, which must never be `path`
+ * (another supervisor may own it by the time this one stops). The private name is gone after the
+ * rename, so closing unlinks nothing.
  */
 async function listenPrivately(path: string, onConnection: (socket: Socket) => void): Promise<Server> {
   if (process.platform === "win32") return listenSocket(path, onConnection);
-  const bound = join(dirname(path), `.sock-${process.pid}`);
-  removeQuietly(bound); // one left by an earlier process with this pid
-  let server: Server;
+  const privateDir = join(dirname(path), `.sock-${process.pid}`);
+  rmSync(privateDir, { recursive: true, force: true }); // one left by an earlier process with this pid
+  mkdirSync(privateDir, { mode: 0o700 });
+  const bound = join(privateDir, "s");
   try {
-    server = await listenSocket(bound, onConnection);
-  } catch (err) {
-    removeQuietly(bound); // a bind that got as far as the file (a full disk) leaves nothing behind
-    throw err;
+    let server: Server;
+    try {
+      server = await listenSocket(bound, onConnection);
+    } catch (err) {
+      removeQuietly(bound); // a bind that got as far as the file (a full disk) leaves nothing behind
+      throw err;
+    }
+    try {
+      chmodSync(bound, 0o600);
+      renameSync(bound, path);
+    } catch (err) {
+      server.close();
+      removeQuietly(bound);
+      throw err;
+    }
+    return server;
+  } finally {
+    rmSync(privateDir, { recursive: true, force: true });
   }
-  try {
-    chmodSync(bound, 0o600);
-    renameSync(bound, path);
-  } catch (err) {
-    server.close();
-    removeQuietly(bound);
-    throw err;
-  }
-  return server;
 }
 
 function removeQuietly(path: string): void {

@@ -14,17 +14,17 @@ function expectUsageError(r: { code: number | null; stdout: string; stderr: stri
 }
 
 describe("usage errors", () => {
-  test("AWREPL_HOME that awrepl did not make private (/tmp, a 0755 directory) is refused and left unchanged", () =>
+  test("AWREPL_HOME that others can write (/tmp, a 0775 directory) is refused and left unchanged", () =>
     withHome(async (home) => {
       for (const args of [["run", "1"], ["-s", "x", "run", "1"]]) {
-        expectUsageError(await run(args, { home: "/tmp" }), "Directory /tmp is open to other users");
+        expectUsageError(await run(args, { home: "/tmp" }), "Directory /tmp can be written by other users");
       }
       expect(statSync("/tmp").mode & 0o7777).toBe(0o1777);
       const open = join(home, "open");
       mkdirSync(open);
-      chmodSync(open, 0o755);
-      expectUsageError(await run(["-s", "x", "run", "1"], { home: open }), `chmod 700 ${open}`);
-      expect(statSync(open).mode & 0o777).toBe(0o755);
+      chmodSync(open, 0o775);
+      expectUsageError(await run(["-s", "x", "run", "1"], { home: open }), `chmod go-w ${open}`);
+      expect(statSync(open).mode & 0o777).toBe(0o775);
     }),
   30_000);
 
