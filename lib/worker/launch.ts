@@ -5,7 +5,7 @@ import type { SandboxProfile } from "../protocol/api.ts";
 import { AwreplError } from "../core/errors.ts";
 import { bootstrapLine, runtimeBytecode, runtimeFile, runtimeSource } from "../runtime/source.ts";
 import { dirname } from "node:path";
-import { socketPath } from "../settings/home.ts";
+import { socketPath, stateDir } from "../settings/home.ts";
 import { markSandboxWritten, sandboxWrittenRoot } from "../settings/sandbox_written.ts";
 import { type Interpreter, shellQuote } from "./interpreter.ts";
 import type { WorkerKind } from "./transport_failure.ts";
@@ -68,8 +68,9 @@ async function sandboxedLaunch(home: string, interpreter: Interpreter, profile: 
   const pyc = options.bytecode === false ? null : await runtimeBytecode(home, interpreter);
   const file = pyc ?? (await runtimeFile(home));
   const env = options.env ?? process.env;
-  // The state directory and the socket's: hidden in the sandbox, even under a writable path.
-  const hide = [home, dirname(socketPath(home))];
+  // The state directory and the socket's: hidden in the sandbox, even under a writable path; and the
+  // default state directory too when this one is another (its supervisor and snapshots are the user's).
+  const hide = [...new Set([home, dirname(socketPath(home)), stateDir({ ...env, AWREPL_HOME: undefined })])];
   const sandbox = sandboxLaunch(profile, { cwd: options.cwd ?? process.cwd(), env, interpreterPaths: interpreter.paths ?? [], runtimeFile: file, hide });
   await markSandboxWritten(home, sandbox.writable);
   return { argv: [...sandbox.prefix, ...interpreter.argv, sandbox.runtimePath], bytecode: pyc ?? undefined, kind: "sandbox", env: sandbox.env };

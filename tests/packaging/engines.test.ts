@@ -33,7 +33,7 @@ describe("the supported Node", () => {
     const readme = readFileSync(join(ROOT, "README.md"), "utf8");
     const stated = [...readme.matchAll(/Node(?:\.js)? (\d+)(\+| or later)/g)].map((m) => Number(m[1]));
     expect(stated.length).toBeGreaterThan(0);
-    expect(new Set(stated)).toEqual(new Set([ours[0]]));
+    expect(new Set(stated)).toEqual(new Set([ours[0] as number]));
   });
 
   test("no dependency (nor a devDependency the tests run on Node) asks for a newer Node", () => {
