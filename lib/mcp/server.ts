@@ -5,16 +5,19 @@
 //
 // The process: JSON-RPC on stdout and nothing else (diagnostics go to stderr; a supervisor it starts
 // is detached with its output in its own log, and workers are the supervisor's children). It ends
-// when stdin reaches EOF, errors or closes, when stdout breaks, on SIGTERM/SIGINT/SIGHUP, and when
-// its parent process goes away — the SDK's stdio transport alone would not: this process holds
-// supervisor connections, which keep it alive after the transport closed. Ending closes those
-// connections; the cells it sent are detached, so they run on and their results are kept for the next
-// server's `wait`. stdin is read through fs.createReadStream on fd 0, not process.stdin: Bun's
-// process.stdin fails with EPERM under some hosts' process set-ups (Codex's app server).
+// when stdin reaches EOF, errors or closes, when stdout breaks, when its transport closes for any
+// reason, on SIGTERM/SIGINT/SIGHUP, and when its parent process goes away — a closed transport alone
+// would not end it: this process holds supervisor connections, which keep it alive. Ending closes
+// those connections; the cells it sent are detached, so they run on and their results are kept for
+// the next server's `wait`. stdin is read through fs.createReadStream on fd 0, not process.stdin:
+// Bun's process.stdin fails with EPERM under some hosts' process set-ups (Codex's app server). The
+// transport is our own (stdio_transport.ts: bounded lines, JSON-RPC's errors answered); the SDK's
+// serveStdio does the rest.
 import { createReadStream } from "node:fs";
 import type { Readable, Writable } from "node:stream";
 import { McpServer } from "@modelcontextprotocol/server";
-import { serveStdio, StdioServerTransport } from "@modelcontextprotocol/server/stdio";
+import { serveStdio } from "@modelcontextprotocol/server/stdio";
+import { StdioLineTransport } from "./stdio_transport.ts";
 import { instructions, Tools, type ToolsOptions } from "./tools.ts";
 
 /** How often the server checks that its parent is still there (a host that died without closing our stdin). */
@@ -39,7 +42,7 @@ export function runMcpServer(options: McpServerOptions): Promise<number> {
   // fd 0 read directly (see the header); autoClose off: the process exits right after anyway.
   const stdin = options.stdin ?? createReadStream("", { fd: 0, autoClose: false, highWaterMark: 64 * 1024 });
   const stdout = options.stdout ?? process.stdout;
-  const transport = new StdioServerTransport(stdin, stdout);
+  const transport = new StdioLineTransport(stdin, stdout);
   const handle = serveStdio(
     () => {
       const server = new McpServer({ name: "awrepl", version: options.version }, { capabilities: { tools: {} }, instructions: instructions(options) });
@@ -60,7 +63,11 @@ export function runMcpServer(options: McpServerOptions): Promise<number> {
       stdin.destroy(); // off the event loop: a hung-up fd must not keep waking it
       void Promise.allSettled([handle.close(), tools.closeAll()]).then(() => resolve(0));
     };
-    // autoClose off: at EOF only `end` fires; `close` and `error` cover a destroyed or broken pipe.
+    // The transport closes on EOF and on a broken pipe, and the SDK may close it: either way we end. The
+    // stream's own events too, whatever the transport makes of them (the SDK's paused stdin on a long
+    // line, after which EOF never came). autoClose off: at EOF only `end` fires; `close` and `error`
+    // cover a destroyed or broken pipe.
+    void transport.closed.then((why) => end(`transport closed: ${why}`));
     stdin.once("end", () => end("stdin EOF"));
     stdin.once("close", () => end("stdin closed"));
     stdin.once("error", (e) => end(`stdin: ${e.message}`));
