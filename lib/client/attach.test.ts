@@ -140,7 +140,7 @@ describe("attach", () => {
     await Bun.sleep(200);
     const afterStop = await s.execute("y + 2");
     expect(afterStop.value).toBe("4");
-    expect(afterStop.notice).toBeUndefined();
+    expect(afterStop.notice).toMatch(/^Session phoenix came back from its snapshot of .* UTC \(\d+ s old\): cells run after that snapshot are not in it\.$/);
     expect(afterStop.restored?.restored).toEqual(["y"]);
   });
 
@@ -236,6 +236,48 @@ describe("attach", () => {
     const h = home();
     await expect(attach("no/slashes", { home: h })).rejects.toMatchObject({ code: "usage" });
     expect(await daemonStatus({ home: h })).toBeNull();
+  });
+
+  test("a closed RemoteSession refuses every call at once with session_closed naming it; a call awaiting its answer gets it too; nothing reconnects (issue 21 item 10)", async () => {
+    const h = home();
+    const a = await attach("shut", { home: h, python: PYTHON });
+    await a.execute("x = 1");
+    const waiting = a.execute("import time\ntime.sleep(30)");
+    await waitFor(async () => (await state(h, "shut"))?.state === "busy");
+    await a.close();
+    const cut = await waiting.catch((e: unknown) => e);
+    expect(cut).toBeInstanceOf(AwreplError);
+    expect(cut).toMatchObject({ code: "session_closed", message: expect.stringContaining('"shut"') });
+    const detached = a.executeDetached("ran = True");
+    const calls: Record<string, () => Promise<unknown>> = {
+      executeDetached: () => detached.result,
+      keepResult: () => detached.keepResult(),
+      execute: () => a.execute("ran = True"),
+      collect: () => a.collect(0),
+      variables: () => a.variables(),
+      inspect: () => a.inspect("x"),
+      reset: () => a.reset(),
+      interrupt: () => a.interrupt(),
+      complete: () => a.complete("x."),
+      isComplete: () => a.isComplete("x"),
+      snapshot: () => a.snapshot(),
+      restore: () => a.restore(),
+    };
+    for (const [name, call] of Object.entries(calls)) {
+      const t0 = performance.now();
+      const err = await call().then(
+        () => new Error(`${name} resolved on a closed session`),
+        (e: unknown) => e,
+      );
+      expect([name, err]).toMatchObject([name, { code: "session_closed", message: expect.stringContaining('RemoteSession "shut" is closed') }]);
+      // At once: nothing is sent, nothing waits for a connection.
+      expect([name, performance.now() - t0 < 100]).toEqual([name, true]);
+    }
+    await a.close(); // a second close is harmless
+    // Nothing was sent, and no connection of ours is left: the status call's own is the only one.
+    await waitFor(async () => (await daemonStatus({ home: h }))?.connections === 1);
+    await using b = await attach("shut", { home: h, python: PYTHON });
+    expect((await b.execute("x, 'ran' in globals()")).value).toBe("(1, False)");
   });
 
   test("a supervisor of another version is asked to stop and replaced", async () => {

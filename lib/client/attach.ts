@@ -139,6 +139,8 @@ export class RemoteSession implements Session {
   #used = false;
   /** A call found the supervisor gone or stopping: the next one connects again (resendSafeCalls). */
   #stale = false;
+  /** close() was called: every call is refused from then on, on every runtime (never a reconnect). */
+  #closed = false;
 
   constructor(
     readonly id: string,
@@ -183,6 +185,7 @@ export class RemoteSession implements Session {
     return {
       result,
       keepResult: async () => {
+        this.#refuseIfClosed();
         await ready;
         const where = sent as { conn: SupervisorConnection; id: RequestId } | null;
         if (settled || !where || where.conn.closed) return false;
@@ -288,9 +291,13 @@ export class RemoteSession implements Session {
     return this.#send("once", (c) => c.call({ type: "restore", session: this.id, path, timeout_ms: options.timeoutMs, spec: this.setup.spec }));
   }
 
-  /** Detaches: the session stays in the supervisor. */
+  /**
+   * Detaches: the session stays in the supervisor. Every later call on this object rejects at once
+   * with session_closed, and so does a call still waiting for its answer (a detached cell runs on).
+   */
   async close(): Promise<void> {
-    this.conn.close();
+    this.#closed = true;
+    this.conn.close(this.#closedError());
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -299,6 +306,7 @@ export class RemoteSession implements Session {
 
   /** Sends a call on the current connection, replacing it first when it is gone, and again when it may. */
   async #send<T>(repeat: Repeat, request: (conn: SupervisorConnection) => Promise<T>): Promise<T> {
+    this.#refuseIfClosed();
     if (this.conn.closed || this.#stale) await this.#reconnect();
     const conn = this.conn;
     try {
@@ -314,9 +322,24 @@ export class RemoteSession implements Session {
 
   async #reconnect(): Promise<void> {
     this.conn.close();
-    this.conn = (await connectSupervisor(this.setup.layout, { autostart: true, env: this.setup.env })) as SupervisorConnection;
+    const conn = (await connectSupervisor(this.setup.layout, { autostart: true, env: this.setup.env })) as SupervisorConnection;
+    // close() came while connecting: a connection kept now would hold the process open, unused.
+    if (this.#closed) {
+      conn.close();
+      this.#refuseIfClosed();
+    }
+    this.conn = conn;
     this.conn.onNotice = this.setup.onNotice;
     this.#stale = false;
+  }
+
+  #refuseIfClosed(): void {
+    if (this.#closed) throw this.#closedError();
+  }
+
+  #closedError(): AwreplError {
+    const name = JSON.stringify(this.id);
+    return new AwreplError("session_closed", `RemoteSession ${name} is closed (its close() was called): no call goes through it any more; the session itself lives on in the supervisor: attach(${name}) to use it again`);
   }
 }
 

@@ -140,8 +140,15 @@ export class SupervisorConnection {
     this.#send(request).catch(() => {});
   }
 
-  close(): void {
-    this.#line?.close();
+  /**
+   * Closes the connection. With `reason` (the client gave it up: RemoteSession.close()), every
+   * pending and later request fails with it at once, rather than with the "supervisor closed the
+   * connection" the socket's own close would say later (on Bun, after a tick; not at all before a
+   * write on Node and Deno, which fails with "write after end" instead).
+   */
+  close(reason?: AwreplError): void {
+    if (reason) this.#fail(reason);
+    else this.#line?.close();
   }
 
   #send(request: Outgoing, stream?: StreamHandlers): Promise<unknown> {

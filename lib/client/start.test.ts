@@ -1,12 +1,14 @@
-// Which executable runs the supervisor (AWREPL_BIN, this platform's npm package, a checkout's), and an
-// executable that cannot be started is said at once, naming it.
+// Which executable runs the supervisor (AWREPL_BIN, this platform's npm package, a checkout's), an
+// executable that cannot be started is said at once, naming it, and a start lock that turns stale while
+// a client waits is taken over.
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { AwreplError } from "../core/errors.ts";
 import { homeLayout } from "../settings/home.ts";
-import { ROOT, tempHome } from "../../tests/harness/mod.ts";
+import { STALE_LOCK_MS } from "../supervisor/start_lock.ts";
+import { awreplBinary, processesOf, ROOT, tempHome, testEnv, waitFor, withHome } from "../../tests/harness/mod.ts";
 import { connectSupervisor, platformPackage, SUPERVISOR_SUBCOMMAND, supervisorCommand } from "./start.ts";
 
 const notInstalled = (specifier: string): string => {
@@ -59,3 +61,40 @@ test("an executable that cannot be started is said at once, with its name, not a
     remove();
   }
 });
+
+test("a start lock held by a live process that is not a starter is taken over once it turns stale, within the start timeout (issue 21 item 7)", () =>
+  withHome(async (home) => {
+    // A state directory kept across a container restart: the lock names a pid that is alive again
+    // (here: this test process), written less than STALE_LOCK_MS ago, so nobody owns the start now.
+    const layout = homeLayout(home);
+    writeFileSync(layout.lock, String(process.pid));
+    const writtenAt = (Date.now() - (STALE_LOCK_MS - 3_000)) / 1000;
+    utimesSync(layout.lock, writtenAt, writtenAt);
+    const started = Date.now();
+    const conn = await connectSupervisor(layout, { autostart: true, env: testEnv(home, { AWREPL_BIN: await awreplBinary() }) });
+    try {
+      expect(conn?.state).toBe("ready");
+      // Stale 3 s after the call began; the start timeout (what it hit before) is 15 s.
+      expect(Date.now() - started).toBeLessThan(12_000);
+    } finally {
+      conn?.close();
+    }
+  }),
+30_000);
+
+test("clients starting at once reach one supervisor; the starters that lost the race leave no process behind", () =>
+  withHome(async (home) => {
+    const layout = homeLayout(home);
+    const env = testEnv(home, { AWREPL_BIN: await awreplBinary() });
+    const conns = await Promise.all(Array.from({ length: 4 }, () => connectSupervisor(layout, { autostart: true, env })));
+    try {
+      const pids = new Set((await Promise.all(conns.map((c) => c?.hello))).map((h) => h?.pid));
+      expect(pids.size).toBe(1);
+      // Only the one supervisor (and no worker: no session yet) is left of this home.
+      await waitFor(() => processesOf(home).length === 1, 10_000, "the losing starters to exit");
+      expect(processesOf(home)).toEqual([...pids] as number[]);
+    } finally {
+      for (const c of conns) c?.close();
+    }
+  }),
+30_000);

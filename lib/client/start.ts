@@ -74,32 +74,54 @@ export async function stopAndWait(conn: SupervisorConnection, pid: number): Prom
   conn.close();
 }
 
+/**
+ * How many supervisors one client starts at most while it waits: one, and another each time the one
+ * it started lost the race (exited 0) or the lock it waited on was given up, and nobody answers yet.
+ */
+const MAX_STARTS = 3;
+
+/** A supervisor this client started: how it ended, if it did. */
+type Started = { exited: number | null; spawnError: { command: string; error: Error } | null };
+
 async function startAndConnect(layout: HomeLayout, env: NodeJS.ProcessEnv): Promise<SupervisorConnection> {
   ensurePrivateDir(layout.home);
-  let exited: number | null = null;
-  let spawnError: { command: string; error: Error } | null = null;
-  if (!(await startInProgress(layout))) {
+  let starts = 0;
+  const start = async (): Promise<Started> => {
+    starts++;
+    const started: Started = { exited: null, spawnError: null };
     const { child, command } = await spawnSupervisor(layout, env);
     child.once("exit", (code) => {
-      exited = code ?? 1;
+      started.exited = code ?? 1;
     });
     // An executable that cannot be run at all (AWREPL_BIN naming no file): said now, not after the timeout.
     child.once("error", (error) => {
-      spawnError = { command, error };
+      started.spawnError = { command, error };
     });
-  }
+    return started;
+  };
+  let mine: Started | null = (await startInProgress(layout)) ? null : await start();
   const deadline = Date.now() + START_TIMEOUT_MS;
   let delay = 2;
   for (;;) {
     const conn = await SupervisorConnection.connect(layout);
     if (conn) return conn;
-    if (spawnError) {
-      const { command, error } = spawnError as { command: string; error: Error };
+    if (mine?.spawnError) {
+      const { command, error } = mine.spawnError;
       throw new AwreplError("supervisor_unreachable", `Cannot start the supervisor (${command}): ${error.message}`);
     }
     // A starter that failed (not one that lost the race and exited 0) will not come back.
-    if (exited !== null && exited !== 0) {
-      throw new AwreplError("supervisor_unreachable", `The supervisor failed to start (exit ${exited})${lastLogLine(layout.log)}; see its log: ${layout.log}`);
+    if (mine && mine.exited !== null && mine.exited !== 0) {
+      throw new AwreplError("supervisor_unreachable", `The supervisor failed to start (exit ${mine.exited})${lastLogLine(layout.log)}; see its log: ${layout.log}`);
+    }
+    // Nobody of ours is starting (we left it to a live lock holder, or ours lost to one), and the
+    // lock is free now: its holder finished, or its lock turned stale while we waited — a live pid
+    // that never was a starter (a state directory kept across a container restart) holds it until
+    // it is STALE_LOCK_MS old. Start one, which takes the stale lock over.
+    if ((mine === null || mine.exited === 0) && starts < MAX_STARTS && !(await startInProgress(layout))) {
+      // A holder that just finished is listening now.
+      const late = await SupervisorConnection.connect(layout);
+      if (late) return late;
+      mine = await start();
     }
     if (Date.now() > deadline) {
       throw new AwreplError(

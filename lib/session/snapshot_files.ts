@@ -5,13 +5,15 @@
 //   snapshots/<name>/snapshot.pkl          the default snapshot's payload
 //   snapshots/<name>/snapshot.json         its manifest (what the runtime, or the host, wrote beside it)
 //   snapshots/<name>/spec.json             how the supervisor created the session (mode 0600: its env)
-//   snapshots/<name>/unsaved.json          the last stop's snapshot failed: said to the session's next user
+//   snapshots/<name>/unsaved.json          a process holds the session's state, newer than its snapshot
+//                                          (markHeld), or the last stop's snapshot failed: either is said
+//                                          to the session's next user
 //   snapshots/<name>/snapshot.pkl.corrupt-<UTC time>, .unrestored-<UTC time>   kept aside, never deleted
 //
 // Files are written atomically (temp file + rename); a payload is renamed before its manifest. The
 // layout of earlier versions (snapshots/<name>.pkl, <name>.json, <name>.spec.json) is moved into this
 // one the first time a state directory is used (migrateLegacyLayout).
-import { existsSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, statSync } from "node:fs";
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, statSync, writeSync } from "node:fs";
 import { AwreplError } from "../core/errors.ts";
 import { writeFileAtomic } from "../core/files.ts";
 import { basename, dirname, join } from "node:path";
@@ -34,6 +36,11 @@ export type SnapshotManifest = Pick<WireManifest, "version" | "savedNames" | "sk
   Partial<Pick<WireManifest, "serializer" | "serializers" | "support">> & { sha256?: string };
 
 const UNSAVED = "unsaved.json";
+/**
+ * The size of the marker markHeld reserves: room for a failed stop's record, which a full disk lets
+ * through only in place, over blocks the file already has.
+ */
+const MARKER_BYTES = 4096;
 
 /** Creates session `name`'s directory (and snapshots/), private; returns it. */
 export function ensureSessionDir(home: string, name: string): string {
@@ -171,21 +178,115 @@ export type UnsavedState = {
   kept: { path: string; taken_at: number } | null;
 };
 
-/** Records that session `name`'s state could not be saved when its supervisor stopped. */
+function unsavedPath(home: string, name: string): string {
+  return join(sessionDir(home, name), UNSAVED);
+}
+
+/**
+ * Records that session `name`'s state could not be saved when its supervisor stopped. Written safely
+ * (a temp file, then a rename) when the disk lets it; on a full disk, over the marker the session
+ * reserved while it ran (markHeld), in place; throws when neither can be written.
+ */
 export function recordUnsaved(home: string, name: string, unsaved: UnsavedState): void {
   ensureSessionDir(home, name);
-  writeFileAtomic(join(sessionDir(home, name), UNSAVED), JSON.stringify(unsaved));
+  const path = unsavedPath(home, name);
+  try {
+    writeFileAtomic(path, JSON.stringify(unsaved));
+  } catch (err) {
+    if (!writeOverMarker(path, unsaved)) throw err;
+  }
+}
+
+/**
+ * Writes `unsaved` over the reserved marker at `path`, padded to its size (JSON allows the trailing
+ * spaces), so that no block needs to be allocated; an error too long for it is cut. False when there
+ * is no marker to write over, or the write fails (a copy-on-write file system still needs space).
+ */
+function writeOverMarker(path: string, unsaved: UnsavedState): boolean {
+  let fd: number | null = null;
+  try {
+    const size = statSync(path).size;
+    let error = unsaved.error;
+    let text = JSON.stringify(unsaved);
+    while (Buffer.byteLength(text) > size && error.length > 0) {
+      error = error.slice(0, Math.floor(error.length * 0.8));
+      text = JSON.stringify({ ...unsaved, error: `${error}…` });
+    }
+    if (Buffer.byteLength(text) > size) return false;
+    const bytes = Buffer.alloc(size, " ");
+    bytes.write(text);
+    fd = openSync(path, "r+");
+    return writeSync(fd, bytes, 0, size, 0) === size;
+  } catch {
+    return false;
+  } finally {
+    if (fd !== null) closeSync(fd);
+  }
 }
 
 /** The failed stop snapshot recorded for session `name`, or null. */
 export function readUnsaved(home: string, name: string): UnsavedState | null {
-  const value = readObject(join(sessionDir(home, name), UNSAVED)) as UnsavedState | null;
+  const value = readObject(unsavedPath(home, name)) as UnsavedState | null;
   return value && typeof value.at === "number" && typeof value.error === "string" ? value : null;
 }
 
-/** Forgets the record (it was said, or a newer snapshot replaced the stale one). */
+/** Forgets the record or marker (it was said, or a newer snapshot replaced the stale one). */
 export function clearUnsaved(home: string, name: string): void {
-  rmSync(join(sessionDir(home, name), UNSAVED), { force: true });
+  rmSync(unsavedPath(home, name), { force: true });
+}
+
+/** A process holds session `name`'s state (since when), which its snapshot on disk may not have. */
+export type HeldState = { held_by: number; since: number };
+
+/**
+ * Marks session `name`'s state as held by this process from now on: newer, once a cell runs, than
+ * any snapshot on disk. Written while the disk has room (when the session starts), not when a stop
+ * fails, and removed (clearHeld) once a snapshot at the session's end succeeded; a marker left
+ * behind tells the next user that state was lost, whatever ended its holder (a kill, a crash, a stop
+ * on a full disk that refused its own record too). Padded to MARKER_BYTES: a failed stop's record
+ * fits over it in place (recordUnsaved).
+ */
+export function markHeld(home: string, name: string, now = Date.now()): void {
+  ensureSessionDir(home, name);
+  const held: HeldState = { held_by: process.pid, since: now };
+  writeFileAtomic(unsavedPath(home, name), JSON.stringify(held).padEnd(MARKER_BYTES, " "));
+}
+
+/** The marker of a process that held session `name`'s state and did not clear it, or null. */
+export function readHeld(home: string, name: string): HeldState | null {
+  const value = readObject(unsavedPath(home, name)) as HeldState | null;
+  return value && typeof value.held_by === "number" && typeof value.since === "number" ? value : null;
+}
+
+/** True when another live process holds session `name`'s state now: its marker is its own to clear or replace. */
+export function heldByAnother(home: string, name: string): boolean {
+  const held = readHeld(home, name);
+  return held !== null && held.held_by !== process.pid && processAlive(held.held_by);
+}
+
+/** Session `name`'s state is saved at its end: nothing is left for its next user to hear (unless another process holds it now). */
+export function clearHeld(home: string, name: string): void {
+  if (!heldByAnother(home, name)) clearUnsaved(home, name);
+}
+
+/**
+ * "came back from its snapshot of <time> (<age> old[, <path>]): cells run after that snapshot are
+ * not in it.": said of every restore at start (unsavedNotice says as much in its own words), so that
+ * an older state never comes back as if it were current, whether or not a marker is left to say why.
+ */
+function cameBack(restored: { path?: string; takenAt: number }, now: number): string {
+  const where = restored.path === undefined ? "" : `, ${restored.path}`;
+  return `came back from its snapshot of ${utcStamp(restored.takenAt)} (${ageText(now - restored.takenAt)} old${where}): cells run after that snapshot are not in it.`;
+}
+
+/** A restore at start with nothing else to say: the snapshot's time and age. */
+export function restoredNotice(name: string, takenAt: number, now = Date.now()): string {
+  return `Session ${name} ${cameBack({ takenAt }, now)}`;
+}
+
+/** A restore at start after a holder that did not save the session's state (a marker it left). */
+export function heldNotice(name: string, held: HeldState, restored: { path: string; takenAt: number }, now = Date.now()): string {
+  return `Session ${name} was held by process ${held.held_by} from ${utcStamp(held.since)}, and its state was not saved when it ended: it ${cameBack(restored, now)}`;
 }
 
 /**

@@ -9,14 +9,18 @@ import {
   clearUnsaved,
   defaultSnapshotPath,
   ensureSessionDir,
+  heldNotice,
   isDefaultSnapshot,
   isUnreadableReason,
   checkManifestTarget,
   manifestPath,
+  markHeld,
   migrateLegacyLayout,
   moveAside,
+  readHeld,
   readManifest,
   readUnsaved,
+  restoredNotice,
   snapshotTime,
   sweepTempFiles,
   unsavedNotice,
@@ -99,6 +103,8 @@ export class SessionSnapshots {
   private autosavedBytes: number | null = null;
   /** restoreAtStart said that the last stop could not save this session (its state is older, or gone). */
   toldUnsaved = false;
+  /** restoreAtStart marked this process as the holder of the session's state (snapshot_files.ts markHeld). */
+  private holding = false;
   /** Names the last autosave skipped, so a new one is reported once, not after every cell. */
   private autosaveSkipped = new Set<string>();
 
@@ -131,7 +137,8 @@ export class SessionSnapshots {
     const done = this.transfer === "stream" ? await this.writeStreamed(target, timeoutMs, maxVariableMs) : await this.writeByPath(target, timeoutMs, maxVariableMs);
     this.latest = target;
     // The state on disk is current again: an earlier failed stop snapshot no longer needs saying.
-    if (isDefaultSnapshot(this.home, target)) clearUnsaved(this.home, this.id);
+    // Not so the marker of a session this process holds: its next cell is newer than this snapshot.
+    if (!this.holding && isDefaultSnapshot(this.home, target)) clearUnsaved(this.home, this.id);
     return {
       path: target,
       saved: done.saved ?? [],
@@ -248,22 +255,40 @@ export class SessionSnapshots {
     return this.request(restoreRequest(source), { recoverOnKill, timeoutMs, payload: () => source.pieces() });
   }
 
-  /** At start: the default snapshot, if any, into the first worker. Failures become a note; null: nothing restored. */
+  /**
+   * At start: the default snapshot, if any, into the first worker. Failures become a note; null:
+   * nothing restored. Whatever comes back is said with its snapshot's age, and so is what the marker
+   * beside the session says of its last holder (a failed stop, or a holder that ended without saving
+   * it); then this process marks itself as the holder.
+   */
   async restoreAtStart(isClosed: () => boolean): Promise<RestoreReport | null> {
     migrateLegacyLayout(this.home);
     const path = defaultSnapshotPath(this.home, this.id);
     sweepTempFiles(path);
-    // A stop that could not save this session: said once, with which (older) state came back, if any.
     const unsaved = readUnsaved(this.home, this.id);
+    const held = unsaved ? null : readHeld(this.home, this.id);
     const tell = (restoredFrom: string | null) => {
-      if (!unsaved) return;
-      clearUnsaved(this.home, this.id);
+      if (unsaved || held) clearUnsaved(this.home, this.id);
       const takenAt = restoredFrom === null ? null : snapshotTime(restoredFrom);
-      // Written after the stop began: that stop's own snapshot finished after all (it was late).
-      if (takenAt !== null && takenAt >= unsaved.at) return;
-      this.toldUnsaved = true;
-      this.note(unsavedNotice(this.id, unsaved, restoredFrom !== null && takenAt !== null ? { path: restoredFrom, takenAt } : null));
+      const restored = restoredFrom !== null && takenAt !== null ? { path: restoredFrom, takenAt } : null;
+      // A stop that could not save this session: said once, with which (older) state came back, if
+      // any. Unless the snapshot was written after the stop began: that stop's own snapshot finished
+      // after all (it was late).
+      if (unsaved && !(restored && restored.takenAt >= unsaved.at)) {
+        this.toldUnsaved = true;
+        this.note(unsavedNotice(this.id, unsaved, restored));
+        return;
+      }
+      // Nothing came back: whether state was lost is the host's to say (it knows whether the session existed).
+      if (!restored) return;
+      this.note(held ? heldNotice(this.id, held, restored) : restoredNotice(this.id, restored.takenAt));
     };
+    const report = await this.restoreDefault(path, isClosed, tell);
+    this.hold();
+    return report;
+  }
+
+  private async restoreDefault(path: string, isClosed: () => boolean, tell: (restoredFrom: string | null) => void): Promise<RestoreReport | null> {
     if (!existsSync(path)) {
       tell(null);
       return null;
@@ -274,8 +299,9 @@ export class SessionSnapshots {
       if ("report" in outcome) return outcome.report;
       if (!outcome.missing) this.note(`Session ${this.id} could not be restored: ${outcome.error}. It starts fresh.`);
     } catch (err) {
-      tell(null);
+      // Closed meanwhile: nobody hears this start, so the marker stays for the next one.
       if (isClosed()) throw err;
+      tell(null);
       // The payload killed or hung its worker (a __reduce__ that exits, a C extension that crashes):
       // keep it aside, or the next snapshot of the fresh session would replace every good name in it.
       const aside = moveAside(path, "unrestored");
@@ -283,6 +309,17 @@ export class SessionSnapshots {
       this.note(`Session ${this.id} could not be restored from ${path}: ${(err as Error).message}. It starts fresh.${kept}`);
     }
     return null;
+  }
+
+  /** This process holds the session's state from now on: marked beside it while the disk has room. */
+  private hold(): void {
+    try {
+      markHeld(this.home, this.id);
+      this.holding = true;
+    } catch {
+      // A disk already full: a supervisor refuses the session right after, when its spec cannot be
+      // written either; a library session runs on, with only the age of a later restore to warn.
+    }
   }
 
   /**

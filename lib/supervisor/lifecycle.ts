@@ -9,7 +9,7 @@ import type { Config } from "../settings/config.ts";
 import type { HomeLayout } from "../settings/home.ts";
 import type { StopSnapshot } from "../protocol/supervisor.ts";
 import type { ReplSession } from "../session/session.ts";
-import { defaultSnapshotPath } from "../session/snapshot_files.ts";
+import { clearHeld, defaultSnapshotPath, markHeld } from "../session/snapshot_files.ts";
 import type { SpareWorkers } from "../worker/spare.ts";
 import type { ClientConnection } from "./client_connection.ts";
 import type { OwnedSocket } from "./listener.ts";
@@ -107,7 +107,10 @@ export class Lifecycle {
         log(`snapshots before the stop failed: ${(err as Error)?.stack ?? err}`);
       }
       for (const [name] of live) {
-        if (!writable.some(([n]) => n === name)) outcomes.push({ session: name, status: "not_written", error: "the snapshot on disk is newer than this session's last call (another supervisor owns the name now)" });
+        if (writable.some(([n]) => n === name)) continue;
+        outcomes.push({ session: name, status: "not_written", error: "the snapshot on disk is newer than this session's last call (another supervisor owns the name now)" });
+        // Nothing of this session's is lost: the state on disk is newer than its last call.
+        clearHeld(layout.home, name);
       }
       const unsaved = outcomes.filter(isUnsaved).map((o) => o.session);
       if (unsaved.length) log(`stopping with ${unsaved.length} session(s) NOT saved: ${unsaved.join(", ")}`);
@@ -135,9 +138,19 @@ export class Lifecycle {
         const [outcome] = await snapshotBeforeStop([[name, session]], log, { home: this.host.layout.home, stop: "parking an idle session", record: false });
         if (!outcome || outcome.status !== "saved") continue; // keep it running rather than lose its state
         if (await sessions.closeIfIdle(name)) log(`session ${name}: closed after ${config.sessionIdleMs} ms idle; its snapshot is kept`);
+        else this.#holdAgain(name); // a call came meanwhile: it runs on, newer than the snapshot
       }
     } finally {
       this.#parking = false;
+    }
+  }
+
+  /** A session whose saved snapshot removed its marker (snapshotBeforeStop) runs on after all: marked again. */
+  #holdAgain(name: string): void {
+    try {
+      markHeld(this.host.layout.home, name);
+    } catch (err) {
+      this.host.log(`session ${name}: cannot mark its state as held again: ${(err as Error).message}`);
     }
   }
 

@@ -8,7 +8,7 @@
 import type { Config } from "../settings/config.ts";
 import type { StopSnapshot } from "../protocol/supervisor.ts";
 import type { ReplSession, ReplSessionOptions } from "../session/session.ts";
-import { ageText, defaultSnapshotPath, forgetSnapshot, recordUnsaved, snapshotTime, utcStamp } from "../session/snapshot_files.ts";
+import { ageText, clearHeld, defaultSnapshotPath, forgetSnapshot, heldByAnother, recordUnsaved, snapshotTime, utcStamp } from "../session/snapshot_files.ts";
 
 export type PersistenceConfig = Pick<Config, "autosave" | "snapshotMaxBytes" | "snapshotMaxVariableBytes">;
 
@@ -49,7 +49,9 @@ export type StopSnapshotOptions = {
  * and the snapshot waits its turn behind it). A snapshot still running at the deadline is given up:
  * its temp file never replaces the last good snapshot. Every session whose state is not saved
  * (`failed`, `no_worker`) is logged and recorded beside it (snapshot_files.ts recordUnsaved), with
- * the snapshot its next use will restore instead (older than its state) or none.
+ * the snapshot its next use will restore instead (older than its state) or none; where even that
+ * cannot be written, the marker the session left when it started (markHeld) still says its state
+ * was not saved. A session saved has its marker removed: nothing is left to say.
  */
 export async function snapshotBeforeStop(
   sessions: Iterable<[string, ReplSession]>,
@@ -85,7 +87,8 @@ export async function snapshotBeforeStop(
     const outcomes = await Promise.all([...sessions].map(([name, session]) => one(name, session)));
     for (const o of outcomes) {
       log(`session ${o.session}: ${describeStopSnapshot(o)}`);
-      if (isUnsaved(o) && options.record !== false) record(options, o, startedAt, log);
+      if (o.status === "saved") clearHeld(options.home, o.session);
+      else if (isUnsaved(o) && options.record !== false) record(options, o, startedAt, log);
     }
     return outcomes;
   } finally {
@@ -102,6 +105,12 @@ function notSaved(home: string, session: string, status: "failed" | "no_worker",
 }
 
 function record(options: StopSnapshotOptions, o: StopSnapshot, startedAt: number, log: (line: string) => void): void {
+  // Another supervisor re-created the session meanwhile (this one's socket was taken): what its next
+  // user hears is that one's to say.
+  if (heldByAnother(options.home, o.session)) {
+    log(`session ${o.session}: its failed snapshot is not recorded: another process holds the session now`);
+    return;
+  }
   try {
     recordUnsaved(options.home, o.session, {
       at: startedAt,
@@ -110,8 +119,9 @@ function record(options: StopSnapshotOptions, o: StopSnapshot, startedAt: number
       kept: o.kept ? { path: o.kept.path, taken_at: Date.parse(o.kept.taken_at) } : null,
     });
   } catch (err) {
-    // The disk that refused the snapshot may refuse this too: the log (and a waiting client) still have it.
-    log(`session ${o.session}: cannot record its failed snapshot for its next user: ${(err as Error).message}`);
+    // The disk that refused the snapshot may refuse this too: the log (and a waiting client) still have
+    // it, and the session's marker tells its next user that its state was not saved.
+    log(`session ${o.session}: cannot record its failed snapshot for its next user (its marker says its state was not saved): ${(err as Error).message}`);
   }
 }
 

@@ -22,6 +22,9 @@ async function json(args: string[], home: string, env?: Record<string, string>):
   return JSON.parse(r.stdout) as ExecResult;
 }
 
+/** What every restore at start says (its snapshot's age), and all it says when the state was saved at the session's end. */
+const cameBack = (name: string) => new RegExp(`^Session ${name} came back from its snapshot of \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC \\(\\d+ s old\\): cells run after that snapshot are not in it\\.$`);
+
 /** `daemon stop` that saved every session (names it could not save are listed, and are no failure). */
 async function stopDaemon(home: string): Promise<void> {
   const r = await run(["daemon", "stop"], { home });
@@ -41,7 +44,11 @@ describe("state survives the supervisor", () => {
       const r = await run(["-s", "a", "run", "x + 1, data['k']"], { home });
       expect(r.code).toBe(0);
       expect(r.stdout).toBe("(42, [1, 2])\n");
-      expect(r.stderr).toBe(`awrepl: restored 3 name(s) from ${join(home, "snapshots", "a", "snapshot.pkl")}\n`);
+      // The restore's line, and the snapshot's age: whoever reads it knows what may be missing.
+      const [restored, age, ...rest] = r.stderr.split("\n");
+      expect(restored).toBe(`awrepl: restored 3 name(s) from ${join(home, "snapshots", "a", "snapshot.pkl")}`);
+      expect(age?.replace(/^awrepl: /, "")).toMatch(cameBack("a"));
+      expect(rest).toEqual([""]);
       // Said once.
       expect((await run(["-s", "a", "run", "x"], { home })).stderr).toBe("");
     }),
@@ -119,6 +126,8 @@ describe("idle sessions", () => {
       const r = await json(["-s", "nap", "run", "dream"], home);
       expect(r.value).toBe("'kept'");
       expect(r.restored?.restored).toEqual(["dream"]);
+      // Parked with its state saved: nothing is said but the snapshot's age.
+      expect(r.notice).toMatch(cameBack("nap"));
     }),
   60_000);
 });
@@ -215,6 +224,7 @@ describe("close, snapshot and restore commands", () => {
       const back = await json(["-s", "kept", "run", "x"], home);
       expect(back.value).toBe("2");
       expect(back.restored?.restored).toEqual(["x"]);
+      expect(back.notice).toMatch(cameBack("kept"));
       // With no supervisor running, close still forgets what daemon stop saved.
       await stopDaemon(home);
       await ok(["close", "kept"], home);

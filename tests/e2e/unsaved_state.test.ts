@@ -4,13 +4,16 @@
 // caller's default interpreter), and says which older snapshot came back and how old it is, or that
 // the state is gone; `close --keep` does not close what it could not save; the on-disk files of
 // sessions `x` and `x.spec` are disjoint; the old flat layout is migrated; `restore PATH` refuses a
-// FIFO and honours --timeout.
+// FIFO and honours --timeout. The record does not depend on free space when the stop fails (issue 21
+// item 2): a marker is reserved while the session runs, so a full disk, or a supervisor killed before
+// it could say anything, still reaches the next user, and every restore says how old its snapshot is.
 import { describe, expect, test } from "bun:test";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, renameSync, rmdirSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, renameSync, rmdirSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ExecResult } from "../../lib/protocol/result.ts";
-import { PYTHON, run, start, withHome } from "../harness/mod.ts";
+import { CAN_MOUNT_TMPFS, cleanupHome, PYTHON, run, start, waitForNoProcesses, withHome } from "../harness/mod.ts";
 
 /** A command line the caller's default (AWREPL_PYTHON=PYTHON) is not: `sys.flags.no_site` tells them apart. */
 const OTHER_PYTHON = `${PYTHON} -S`;
@@ -27,6 +30,52 @@ async function busyInC(home: string, name: string) {
   await cell.waitForStdout("go");
   await Bun.sleep(300); // inside sum() by now
   return cell;
+}
+
+/** What a first result says of every restore at start: the snapshot's time and age, and that later cells are not in it. */
+const RESTORE_AGE = /came back from its snapshot of \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(\d+ s old\): cells run after that snapshot are not in it\./;
+
+/**
+ * Runs `fn` with AWREPL_HOME on a private tmpfs of `size` (root on Linux), and a filler beside the
+ * home that `fill()` grows until the file system is full and `free()` removes. Afterwards: no
+ * process of the home is left, and the tmpfs is unmounted.
+ */
+async function withSmallDisk(size: string, fn: (home: string, disk: { fill(): void; free(): void }) => Promise<void>): Promise<void> {
+  const mount = mkdtempSync(join(tmpdir(), "awrepl-disk-"));
+  execFileSync("mount", ["-t", "tmpfs", "-o", `size=${size}`, "tmpfs", mount]);
+  const home = join(mount, "home");
+  const filler = join(mount, "filler");
+  mkdirSync(home, { mode: 0o700 });
+  const fill = () => {
+    const fd = openSync(filler, "a");
+    try {
+      // Big pieces, then ever smaller ones: not one byte is left.
+      for (const piece of [1024 * 1024, 4096, 1]) {
+        const buf = Buffer.alloc(piece, 120);
+        for (;;) {
+          try {
+            if (writeSync(fd, buf) < piece) break;
+          } catch (err) {
+            if ((err as NodeJS.ErrnoException).code !== "ENOSPC") throw err;
+            break;
+          }
+        }
+      }
+    } finally {
+      closeSync(fd);
+    }
+  };
+  try {
+    await fn(home, { fill, free: () => rmSync(filler, { force: true }) });
+  } finally {
+    rmSync(filler, { force: true });
+    try {
+      await cleanupHome(home);
+    } finally {
+      execFileSync("umount", [mount]);
+      rmdirSync(mount);
+    }
+  }
 }
 
 type StopJson = { stopped: boolean; unsaved: string[]; snapshots: { session: string; status: string; error?: string; kept?: { path: string; taken_at: string; age_ms: number } | null }[] };
@@ -142,6 +191,57 @@ describe("daemon stop reports every session it could not save, and the next use 
   90_000);
 });
 
+describe("the record of an unsaved state does not depend on free space when the stop fails (issue 21 item 2)", () => {
+  test.skipIf(!CAN_MOUNT_TMPFS)("a disk full at daemon stop: the stop says NOT saved, and the next use says the older snapshot came back and how old it is", () =>
+    withSmallDisk("4m", async (home, disk) => {
+      await ok(["-s", "s", "run", "x = 1"], home);
+      await ok(["-s", "s", "snapshot"], home);
+      await ok(["-s", "s", "run", "x = 2"], home);
+      disk.fill();
+      const stop = await run(["daemon", "stop"], { home });
+      expect(stop.stderr).toContain("awrepl: session s: state NOT saved: ");
+      expect(stop.stderr).toContain("No space left on device");
+      expect(stop.code).toBe(1);
+      expect(await waitForNoProcesses(home, 15_000)).toEqual([]);
+      disk.free();
+      const r = await run(["-s", "s", "run", "x"], { home });
+      expect(r.stdout).toBe("1\n");
+      expect(r.stderr).toContain("The snapshot of session s when its supervisor stopped (stop requested)");
+      expect(r.stderr).toContain("No space left on device");
+      expect(r.stderr).toMatch(/It was restored from an OLDER snapshot, of \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(\d+ s old, .*snapshot\.pkl\): anything done after that is lost\./);
+      // Said once.
+      expect((await run(["-s", "s", "run", "x"], { home })).stderr).toBe("");
+    }),
+  90_000);
+
+  test("a supervisor killed before it could save or say anything: the next use says the state was not saved, and how old the snapshot that came back is", () =>
+    withHome(async (home) => {
+      await ok(["-s", "k", "run", "x = 1"], home);
+      await ok(["-s", "k", "snapshot"], home);
+      await ok(["-s", "k", "run", "x = 2"], home);
+      const pid = (JSON.parse(await ok(["daemon", "status", "--json"], home)) as { pid: number }).pid;
+      process.kill(pid, "SIGKILL");
+      // Its workers see EOF and exit by themselves.
+      expect(await waitForNoProcesses(home, 15_000)).toEqual([]);
+      const r = JSON.parse(await ok(["-s", "k", "run", "--json", "x"], home)) as ExecResult;
+      expect(r.value).toBe("1");
+      expect(r.restored?.restored).toEqual(["x"]);
+      expect(r.notice).toMatch(
+        new RegExp(
+          `^Session k was held by process ${pid} from \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC, and its state was not saved when it ended: ` +
+            "it came back from its snapshot of \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC \\(\\d+ s old, .*snapshot\\.pkl\\): cells run after that snapshot are not in it\\.$",
+        ),
+      );
+      // Said once; and the next clean stop leaves nothing to say but the snapshot's age.
+      expect((JSON.parse(await ok(["-s", "k", "run", "--json", "x = 3"], home)) as ExecResult).notice).toBeUndefined();
+      await ok(["daemon", "stop"], home);
+      const again = JSON.parse(await ok(["-s", "k", "run", "--json", "x"], home)) as ExecResult;
+      expect(again.value).toBe("3");
+      expect(again.notice).toMatch(new RegExp(`^Session k ${RESTORE_AGE.source}$`));
+    }),
+  60_000);
+});
+
 describe("files on disk", () => {
   test("sessions x and x.spec share no file: closing x.spec leaves x and its spec whole", () =>
     withHome(async (home) => {
@@ -170,7 +270,10 @@ describe("files on disk", () => {
       expect(readdirSync(dir)).toEqual(["old"]);
       const r = await run(["-s", "old", "run", "v + 1, sys.flags.no_site"], { home });
       expect(r.stdout).toBe("(42, 1)\n");
-      expect(r.stderr).toBe(`awrepl: restored 2 name(s) from ${join(dir, "old", "snapshot.pkl")}\n`);
+      const [restored, age, ...rest] = r.stderr.split("\n");
+      expect(restored).toBe(`awrepl: restored 2 name(s) from ${join(dir, "old", "snapshot.pkl")}`);
+      expect(age).toMatch(new RegExp(`^awrepl: Session old ${RESTORE_AGE.source}$`));
+      expect(rest).toEqual([""]);
     }),
   60_000);
 });
