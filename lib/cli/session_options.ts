@@ -54,6 +54,7 @@ export function ownSessionOptions(settings: Settings, flags: SessionFlags = {}):
     displayMaxFiles: config.displayMaxFiles,
     displayMaxBytes: config.displayMaxBytes,
     displayMaxEntries: config.displayMaxEntries,
+    displayMaxPayloadBytes: config.displayMaxPayloadBytes,
     figureFormat: config.figureFormat,
   };
   const sandbox = sandboxSpec(settings, flags);

@@ -34,6 +34,12 @@ export const DEFAULTS = {
   displayMaxBytes: 256 * 1024 * 1024,
   /** Display entries kept per cell (the rest are dropped and counted); 0 = no limit. */
   displayMaxEntries: 100,
+  /**
+   * Bytes of one display payload (a PNG, an HTML table, ...): the worker leaves a bigger one out before
+   * encoding it, and the entry's `error` says so; 0 = no limit. Every payload otherwise travels whole
+   * (base64 in one frame) and is held by the supervisor several times over while it is written out.
+   */
+  displayMaxPayloadBytes: 32 * 1024 * 1024,
   /** How matplotlib figures are rendered: "png" or "svg". */
   figureFormat: "png" as FigureFormat,
 } as const;
@@ -56,6 +62,7 @@ export const NUMBER_KEYS = [
   "displayMaxFiles",
   "displayMaxBytes",
   "displayMaxEntries",
+  "displayMaxPayloadBytes",
 ] as const;
 export type NumberKey = (typeof NUMBER_KEYS)[number];
 const DURATION_KEYS: ReadonlySet<string> = new Set(["timeoutMs", "graceMs", "idleExitMs", "sessionIdleMs"]);

@@ -17,6 +17,11 @@ export type ExecuteRequest = {
   figure_format?: "png" | "svg";
   /** awrepl addition: display entries the cell may ship; past it they are only counted (done's `display_dropped`). 0 = no limit. */
   max_display_entries?: number;
+  /**
+   * awrepl addition: bytes of one display payload; a bigger one is left out before it is encoded and
+   * the entry's `error` says so. Absent: 32 MiB (DEFAULTS.displayMaxPayloadBytes); 0 = no limit.
+   */
+  max_display_payload_bytes?: number;
 };
 export type InterruptRequest = { type: "interrupt"; id?: string };
 export type HostReplyRequest = { type: "host_reply"; id: string; data: Record<string, unknown> };

@@ -19,6 +19,7 @@ Requests (host -> runtime); (+) marks awrepl's additions to protocol v3:
 
     {"type":"execute","id":ID,"code":STR,"filename":STR?(+)}   tracebacks name it; __file__ for the cell
         (+) "figure_format":"png"|"svg"?, "max_display_entries":INT?   done + display_dropped INT?
+        (+) "max_display_payload_bytes":INT?   one payload's cap (absent: 32 MiB; 0: none)
     {"type":"interrupt"}  {"type":"interrupt","id":ID}          no done
     {"type":"host_reply","id":ID,"data":OBJ}                     no done
     {"type":"snapshot","id":ID,"path":STR,"manifest_path":STR,
@@ -50,7 +51,8 @@ Requests (host -> runtime); (+) marks awrepl's additions to protocol v3:
   + {"type":"info","id":ID}                    not queued: done + facts {pid, ppid, pgid,
                                                own_group, uid, host, cwd, rss, peak_rss, python,
                                                executable, prefix, base_prefix, watchdog, busy}
-  + {"type":"variables","id":ID}               done + variables {name: "type: repr"}
+  + {"type":"variables","id":ID}               done + variables {name: "type: repr"} (each repr
+                                               made from a slice of its value: O(the limit))
   + {"type":"inspect","id":ID,"name":STR}      done + info {type, repr, doc, ...};
                                                unknown name: status error + reason
   + {"type":"reset","id":ID}                   fresh namespace
@@ -293,14 +295,14 @@ def _init_json():
 
 
 def _json_check(obj):
-    """Raise TypeError/ValueError when obj is not plain JSON (what emit() accepts)."""
+    """The length of obj's JSON text; TypeError/ValueError when obj is not plain JSON (what emit()
+    accepts). The text is made to be measured, and let go."""
     def reject(o):
         raise TypeError("%s is not JSON-serializable" % type(o).__name__)
-    try:
-        "".join(_make_encoder({}, reject, _esc_utf8, None, ":", ",", False, False, True)(obj, 0))
-    except NameError:  # the json package fallback
+    if _make_encoder is None:  # the json package fallback (no _json accelerator)
         import json
-        json.dumps(obj)
+        return len(json.dumps(obj, ensure_ascii=False, separators=(",", ":")))
+    return sum(map(len, _make_encoder({}, reject, _esc_utf8, None, ":", ",", False, False, True)(obj, 0)))
 
 
 def _loads(s):  # replaced by _init_json
@@ -1730,20 +1732,38 @@ def _user_names():
 
 
 def _emit(data):
-    """Ship one display event: data maps MIME type strings to JSON payloads, forwarded verbatim."""
+    """Ship one display event: data maps MIME type strings to JSON payloads, forwarded verbatim,
+    except that a MIME type is cut to MIME_KEY_CHARS and a payload over the cell's cap on one payload
+    is left out (the event's error says so, as for a repr method's)."""
     if not isinstance(data, dict) or not data:
         raise TypeError("emit() takes one non-empty dict keyed by MIME type strings")
     for k in data:
         if not isinstance(k, str):
             raise TypeError("emit() keys must be MIME type strings, not %s" % type(k).__name__)
-    try:
-        _json_check(data)
-    except TypeError as e:
-        raise TypeError("emit() data must be JSON-serializable: %s" % e)
-    except ValueError:
-        pass  # NaN and infinities ship as null
-    if _display_room():
-        _send({"event": "display", "id": _cell_get(None), "data": data})
+    sizes = []
+    for k, v in data.items():
+        try:
+            sizes.append(_utf8_size(v) if isinstance(v, str) else _json_check(v))
+        except TypeError as e:
+            raise TypeError("emit() data must be JSON-serializable: %s" % e)
+        except ValueError:  # (NaN and infinities pass, and ship as null)
+            raise TypeError("emit() data must be JSON-serializable: %s holds a circular reference"
+                            % _short_repr(k, MIME_KEY_CHARS))
+    if not _display_room():
+        return
+    out = {}
+    errors = []
+    for (mime, v), size in zip(data.items(), sizes):
+        key = _mime_key(mime, out, errors)
+        if key is None:
+            continue
+        try:
+            _check_cap(size)
+        except _OverCap as e:
+            errors.append("emit() for %s %s" % (key, e))
+            continue
+        out[key] = v
+    _send_display(out, error="; ".join(errors))
 
 
 _host_waiters = {}
@@ -1826,21 +1846,28 @@ _PLAIN_TYPES = frozenset([int, float, complex, bool, str, bytes, bytearray, list
 _TEXT_LIKE = ("image/svg+xml", "application/json", "application/javascript", "application/xml")
 INLINE_BACKEND = "module://awrepl.inline"  # matplotlib's backend in a session (see _on_matplotlib)
 ERROR_CHARS = 1000  # of one repr method's exception message in an entry's `error`
+# One payload's cap when execute names none (the host's default: displayMaxPayloadBytes in
+# lib/core/limits.ts). A bigger payload is left out before it is encoded: its base64, the frame and
+# the host's copies would each be as big again (a 200 MB PNG took a supervisor to 878 MB).
+DISPLAY_PAYLOAD_BYTES = 32 * 1024 * 1024
+MIME_KEY_CHARS = 100  # a MIME type from user code is cut to this (a 5,000-character key was echoed whole)
 
 
 class _DisplayCell(object):
     """The display state of the running cell: its entry count and limit (execute's
-    max_display_entries, 0 = none), the entries past it, the figure format, the figures shown."""
+    max_display_entries, 0 = none), the entries past it, the figure format, the figures shown, and
+    the cap on one payload (execute's max_display_payload_bytes, 0 = none)."""
 
-    __slots__ = ("rid", "count", "limit", "dropped", "fmt", "shown")
+    __slots__ = ("rid", "count", "limit", "dropped", "fmt", "shown", "cap")
 
-    def __init__(self, rid=None, limit=0, fmt="png"):
+    def __init__(self, rid=None, limit=0, fmt="png", cap=DISPLAY_PAYLOAD_BYTES):
         self.rid = rid
         self.count = 0
         self.limit = limit
         self.dropped = 0
         self.fmt = fmt
         self.shown = {}  # id(figure) -> figure: shown in this cell, so not shown again by itself
+        self.cap = cap
 
 
 _dcell = _DisplayCell()
@@ -1851,11 +1878,13 @@ def _display_begin(r):
     global _dcell
     fmt = r.msg.get("figure_format", "png")
     limit = r.msg.get("max_display_entries", 0)
+    cap = r.msg.get("max_display_payload_bytes", DISPLAY_PAYLOAD_BYTES)
     if fmt not in ("png", "svg"):
         return "execute 'figure_format' must be \"png\" or \"svg\", got %r" % (fmt,)
-    if type(limit) is not int or limit < 0:
-        return "execute 'max_display_entries' must be a whole number, 0 or more, got %r" % (limit,)
-    _dcell = _DisplayCell(r.id, limit, fmt)
+    for key, value in (("max_display_entries", limit), ("max_display_payload_bytes", cap)):
+        if type(value) is not int or value < 0:
+            return "execute '%s' must be a whole number, 0 or more, got %r" % (key, value)
+    _dcell = _DisplayCell(r.id, limit, fmt, cap)
     return None
 
 
@@ -1904,20 +1933,59 @@ def _method_error(name, e):
     return "%s raised %s%s" % (name, type(e).__name__, ": " + msg if msg else "")
 
 
+class _OverCap(Exception):
+    """A payload over the cell's cap on one payload: left out, before it is encoded."""
+
+
+def _size_text(n):
+    if n < 1024:
+        return "%d B" % n
+    for unit in ("KiB", "MiB", "GiB"):
+        n /= 1024.0
+        if n < 1024 or unit == "GiB":
+            return "%.1f %s" % (n, unit)
+
+
+def _check_cap(size):
+    cap = _dcell.cap
+    if cap and size > cap:
+        raise _OverCap("returned %d bytes (%s), over the cap of %d bytes (%s) on one display payload: "
+                       "left out" % (size, _size_text(size), cap, _size_text(cap)))
+
+
+UTF8_SLICE = 1 << 20  # characters encoded at a time to measure a text
+
+
+def _utf8_size(s):
+    """UTF-8 bytes of s, measured a slice at a time (never a second copy of all of it)."""
+    n = str.__len__(s)
+    if str.isascii(s):
+        return n
+    return sum(len(str.__getitem__(s, slice(i, i + UTF8_SLICE)).encode("utf-8", "surrogatepass"))
+               for i in range(0, n, UTF8_SLICE))
+
+
 def _payload(mime, v):
     """A repr method's return value as JSON for `mime`: text for text types, base64 for bytes of a
-    binary one (Jupyter's convention), plain JSON data for JSON types; else a TypeError."""
+    binary one (Jupyter's convention), plain JSON data for JSON types; else a TypeError. Over the
+    cell's cap (its size as returned: bytes, UTF-8 text, JSON text) it is _OverCap, raised before
+    anything is encoded or copied."""
     if isinstance(v, (bytes, bytearray, memoryview)):
+        _check_cap(v.nbytes if isinstance(v, memoryview) else len(v))
+        if isinstance(v, memoryview) and not v.c_contiguous:
+            v = v.tobytes()  # what the encoders below can read (at most the cap)
         if _is_text_mime(mime):
-            return bytes(v).decode("utf-8", "replace")
-        return _imp("binascii").b2a_base64(bytes(v), newline=False).decode("ascii")
+            return str(v, "utf-8", "replace")
+        return _imp("binascii").b2a_base64(v, newline=False).decode("ascii")  # no bytes() copy first
     if isinstance(v, str):
+        _check_cap(_utf8_size(v))
         return str(v) if _is_text_mime(mime) else v.strip()  # base64 from b2a_base64 ends in "\n"
     if mime == "application/json" or mime.endswith("+json"):
         try:
-            _json_check(v)
+            size = _json_check(v)
         except ValueError:  # NaN passes the check (it ships as null): this is a cycle
             raise TypeError("returned data with a circular reference")
+        _check_cap(size)
         return v
     raise TypeError("returned %s, not str or bytes" % type(v).__name__)
 
@@ -1925,8 +1993,23 @@ def _payload(mime, v):
 def _put(data, errors, mime, v, where):
     try:
         data[mime] = _payload(mime, v)
-    except TypeError as e:
+    except (TypeError, _OverCap) as e:
         errors.append("%s for %s %s" % (where, mime, _safe_str(e)))
+
+
+def _mime_key(mime, data, errors):
+    """A MIME type from user code as the entry's key: cut to MIME_KEY_CHARS, with the cut said;
+    None when, cut, it is a key the entry has already."""
+    n = str.__len__(mime)
+    if n <= MIME_KEY_CHARS:
+        return mime
+    key = str.__getitem__(mime, slice(0, MIME_KEY_CHARS)) + "..."
+    note = "a MIME type of %d characters was cut to its first %d" % (n, MIME_KEY_CHARS)
+    if key in data:
+        errors.append(note + ", the same as an earlier one: left out")
+        return None
+    errors.append(note)
+    return key
 
 
 def _figure_class():
@@ -1962,7 +2045,9 @@ def _bundle(obj, include=None, exclude=None, rich_only=False):
             if isinstance(got, dict):
                 for mime, v in got.items():
                     if isinstance(mime, str) and wanted(mime) and v is not None and not (rich_only and mime == "text/plain"):
-                        _put(data, errors, mime, v, "_repr_mimebundle_()")
+                        key = _mime_key(mime, data, errors)
+                        if key is not None:
+                            _put(data, errors, key, v, "_repr_mimebundle_()")
             elif got is not None:
                 errors.append("_repr_mimebundle_() returned %s, not a dict" % type(got).__name__)
         for mime, name in _REPR_METHODS:
@@ -1981,7 +2066,7 @@ def _bundle(obj, include=None, exclude=None, rich_only=False):
             if v is not None:
                 _put(data, errors, mime, v, name + "()")
     if not rich_only and "text/plain" not in data and wanted("text/plain"):
-        data["text/plain"] = _plain_text(obj, errors)
+        _put(data, errors, "text/plain", _plain_text(obj, errors), "repr()")
     return data, errors
 
 
@@ -2013,8 +2098,7 @@ def _render_figure(fig, mime, data, errors):
     except Exception as e:
         errors.append(_method_error("drawing the figure", e))
         return
-    raw = buf.getvalue()
-    data[mime] = _payload(mime, raw)
+    _put(data, errors, mime, buf.getbuffer(), "savefig()")  # the buffer itself, not a copy of it
     _dcell.shown[id(fig)] = fig
 
 
@@ -2068,7 +2152,9 @@ def _publish_display_data(data, metadata=None, *args, **kwargs):
     errors = []
     for mime, v in data.items():
         if isinstance(mime, str) and v is not None:
-            _put(out, errors, mime, v, "display data")
+            key = _mime_key(mime, out, errors)
+            if key is not None:
+                _put(out, errors, key, v, "display data")
     _send_display(out, error="; ".join(errors))
 
 
@@ -2663,31 +2749,192 @@ def _reap_sh():
             pass
 
 
-
 # ---------------------------------------------------------------------------------------------
 # Introspection requests: variables, inspect, reset, list_names
 # ---------------------------------------------------------------------------------------------
 
+# Short reprs (variables, inspect) are cut before they are formatted, never after: the builtin repr
+# of a 1 GiB bytearray runs in C, where the time budget cannot stop it, for 15-26 s and 4-8 GiB, and
+# reprlib has no repr_bytes, sorts every key of a dict or set before it shows ten, and asks an
+# ndarray or a DataFrame for its full repr. So a type known here is shown from a slice of itself (a
+# string's head and tail, a container's first items, each within what is left of the room), numpy
+# and pandas objects through their own bounded forms, and only the rest through their own repr (cut
+# afterwards; a user __repr__ is what the time budget is for). Work and memory are O(the limit).
+BRIEF_ITEMS = 10  # of a container, shown before "..."
+BRIEF_DEPTH = 6  # containers shown inside containers (reprlib's maxlevel); deeper ones are "[...]"
+BRIEF_ROWS = 10  # of a pandas DataFrame or Series (head and tail)
+COUNTER_SORTED = 100000  # a Counter up to this size shows its most common first, as its repr does
+BRIEF_INT_BITS = 14000  # about 4200 digits: a bigger int is described, not converted (the
+#                          conversion is quadratic before 3.11 and refused past 4300 digits after)
+
+
 def _short_repr(v, limit=120):
-    """A bounded repr; a failing one (user __repr__, or reprlib meeting builtins a cell broke)
-    becomes a marker, so one bad name never fails a listing."""
+    """A bounded repr of at most `limit` characters; a failing one becomes a marker, so one bad
+    name never fails a listing."""
     try:
-        r = _imp("reprlib").Repr()
-        r.maxstring = limit
-        r.maxother = limit
-        r.maxlist = r.maxtuple = r.maxset = r.maxfrozenset = r.maxdeque = r.maxarray = 10
-        r.maxdict = 10
-        text = r.repr(v)
-    except Exception:  # reprlib's code sees the user's builtins; repr here is the runtime's own
-        try:
-            text = repr(v)[:limit + 1]
-        except Exception as e:
-            text = "<repr failed: %s: %s>" % (type(e).__name__, _safe_str(e))
-    if type(text) is not str:
-        text = "<repr failed: %s returned by repr>" % type(text).__name__
+        text = _brief(v, limit, BRIEF_DEPTH)
+    except Exception as e:
+        text = "<repr failed: %s: %s>" % (type(e).__name__, _safe_str(e))
     if len(text) > limit:
         text = text[:limit - 3] + "..."
     return text
+
+
+def _cut_middle(s, room):
+    """s in `room` characters: its head, "...", its tail (as reprlib cuts)."""
+    if len(s) <= room:
+        return s
+    i = max(0, (room - 3) // 2)
+    j = max(0, room - 3 - i)
+    return s[:i] + "..." + s[len(s) - j:]
+
+
+def _brief_chars(part, n, room):
+    """A str, bytes or bytearray of length n, from its head and tail only: part(a, b) is a copy of
+    x[a:b] (through the base type, never a subclass's __getitem__)."""
+    if n <= room:
+        return repr(part(0, n))
+    i = max(0, (room - 3) // 2)
+    j = max(0, room - 3 - i)
+    s = repr(part(0, i) + part(n - j, n))
+    return s[:i] + "..." + s[len(s) - j:]
+
+
+def _own_repr(t, base):
+    """t is base, or a subclass that kept base's repr (a list subclass still shows as a list)."""
+    return t is base or (issubclass(t, base) and t.__repr__ is base.__repr__)
+
+
+def _brief_items(items, n, room, depth, pairs=False):
+    """The first items of a container (key: value for pairs), within `room` characters."""
+    parts = []
+    used = 0
+    for item in items:
+        if len(parts) >= BRIEF_ITEMS or used >= room:
+            break
+        left = room - used
+        if pairs:
+            s = "%s: %s" % (_brief(item[0], left, depth), _brief(item[1], left, depth))
+        else:
+            s = _brief(item, left, depth)
+        parts.append(s)
+        used += len(s) + 2
+    if len(parts) < n:
+        parts.append("...")
+    return ", ".join(parts)
+
+
+def _brief_container(x, t, room, depth):
+    """A builtin container's repr from its first items; None when x is not one."""
+    shape = _container_shape(x, t)
+    if shape is None:
+        return None
+    base, opening, closing, empty = shape
+    n = base.__len__(x)
+    if n == 0:
+        return empty
+    if depth <= 0:
+        return opening + "..." + closing
+    pairs = issubclass(base, dict)
+    items = base.items(x) if pairs else base.__iter__(x)  # the base's own: what its repr would walk
+    if base.__name__ == "Counter" and n <= COUNTER_SORTED:
+        items = base.most_common(x, BRIEF_ITEMS)  # its repr's order (a heap of 10, not a sort)
+    inner = _brief_items(items, n, room - len(opening) - len(closing), depth - 1, pairs)
+    return opening + inner + ("," if base is tuple and n == 1 else "") + closing
+
+
+_BRIEF_SHAPES = (  # base type, opening, closing, empty
+    (list, "[", "]", "[]"), (tuple, "(", ")", "()"), (dict, "{", "}", "{}"),
+    (set, "{", "}", "set()"), (frozenset, "frozenset({", "})", "frozenset()"),
+    (type({}.keys()), "dict_keys([", "])", "dict_keys([])"),
+    (type({}.values()), "dict_values([", "])", "dict_values([])"),
+    (type({}.items()), "dict_items([", "])", "dict_items([])"),
+)
+
+
+def _container_shape(x, t):
+    """(base type, opening, closing, empty repr) of a container that shows as its base type does
+    (a subclass that kept the base's repr included), else None. The collections and array types
+    are looked up only where a cell has imported them: x cannot be one otherwise."""
+    for shape in _BRIEF_SHAPES:
+        base = shape[0]
+        if _own_repr(t, base):
+            if t is not base and base in (set, frozenset):  # a subclass's repr names it
+                return base, t.__name__ + "({", "})", t.__name__ + "()"
+            return shape
+    name = t.__name__
+    coll = sys.modules.get("collections")
+    for kind in ("deque", "defaultdict", "OrderedDict", "Counter"):
+        base = getattr(coll, kind, None)
+        if not isinstance(base, type) or not _own_repr(t, base):
+            continue
+        if kind == "deque":
+            tail = "" if x.maxlen is None else ", maxlen=%d" % x.maxlen
+            return base, name + "([", "]%s)" % tail, name + "([]%s)" % tail
+        if kind == "defaultdict":
+            head = "%s(%s, " % (name, _brief(x.default_factory, 80, 0))
+            return base, head + "{", "})", head + "{})"
+        return base, name + "({", "})", name + "()"
+    array_type = getattr(sys.modules.get("array"), "array", None)
+    if isinstance(array_type, type) and _own_repr(t, array_type) and x.typecode not in ("u", "w"):
+        return array_type, "%s(%r, [" % (name, x.typecode), "])", "%s(%r)" % (name, x.typecode)
+    return None  # (an array of characters shows as a string: its own repr)
+
+
+def _brief_library(x, t, room):
+    """numpy arrays and pandas objects through their own bounded forms, whatever display options
+    the cell set (only once the cell imported them: nothing is imported here); None otherwise."""
+    np = sys.modules.get("numpy")
+    ndarray = getattr(np, "ndarray", None)
+    if isinstance(ndarray, type) and issubclass(t, ndarray) and hasattr(np, "printoptions"):
+        with np.printoptions(threshold=BRIEF_ITEMS * 10, edgeitems=3):  # the cell's options come back after
+            return repr(x)
+    mod = getattr(t, "__module__", None)
+    pd = sys.modules.get("pandas")
+    if pd is None or not isinstance(mod, str) or not (mod == "pandas" or mod.startswith("pandas.")):
+        return None
+    try:
+        if issubclass(t, pd.DataFrame):
+            s = x.to_string(max_rows=BRIEF_ROWS, max_cols=BRIEF_ITEMS, max_colwidth=50, show_dimensions=True)
+        elif issubclass(t, pd.Series):
+            s = x.to_string(max_rows=BRIEF_ROWS, length=True, dtype=True, name=True)
+        else:
+            s = None
+        if isinstance(s, str):
+            return s
+    except TypeError:
+        pass  # a pandas without one of these arguments: its repr, under the same bounds
+    with pd.option_context("display.max_rows", BRIEF_ROWS, "display.max_columns", BRIEF_ITEMS,
+                           "display.max_colwidth", 50, "display.max_seq_items", BRIEF_ITEMS):
+        return repr(x)
+
+
+def _brief(x, room, depth):
+    """x's repr in about `room` characters (the caller cuts it exactly), built from no more of x
+    than it shows."""
+    t = type(x)
+    if _own_repr(t, str):
+        return _brief_chars(lambda a, b: str.__getitem__(x, slice(a, b)), str.__len__(x), room)
+    if _own_repr(t, bytes):
+        return _brief_chars(lambda a, b: memoryview(x)[a:b].tobytes(), bytes.__len__(x), room)
+    if _own_repr(t, bytearray):
+        inner = _brief_chars(lambda a, b: memoryview(x)[a:b].tobytes(), bytearray.__len__(x),
+                             room - len(t.__name__) - 2)
+        return "%s(%s)" % (t.__name__, inner)
+    if _own_repr(t, int):
+        bits = int.bit_length(x)
+        if bits > BRIEF_INT_BITS:
+            return "<int of %d bits, about %d decimal digits>" % (bits, int(bits * 0.30102999566398) + 1)
+        return int.__repr__(x)
+    try:
+        s = _brief_container(x, t, room, depth)
+        if s is None:
+            s = _brief_library(x, t, room)
+        if s is None:
+            s = repr(x)
+    except Exception:  # reprlib's marker for an object whose repr fails
+        return "<%s instance at %#x>" % (t.__name__, id(x))
+    return _cut_middle(s, room)
 
 
 REPR_BUDGET_SECONDS = 0.1  # per value in variables/inspect: a lazy proxy must not stall a listing
@@ -2839,7 +3086,7 @@ def _describe(name, obj):
     info = {"name": name, "type": _type_name(obj), "repr": _guarded_repr(r, obj, 2000)}
     doc = _guarded_fact(r, lambda: getattr(obj, "__doc__", None))
     if isinstance(doc, str):
-        doc = doc.strip()[:2000]
+        doc = str.__getitem__(doc, slice(0, 4000)).strip()[:2000]  # sliced first: a doc may be huge
         info["docstring"] = doc  # the original awrepl's key
         if not isinstance(obj, (str, bytes, int, float, list, dict, tuple, set)):
             info["doc"] = doc  # the value's own doc, not its builtin type's
@@ -2851,7 +3098,10 @@ def _describe(name, obj):
         def keys():
             out = []
             for k in obj.keys():
-                out.append(k if isinstance(k, str) else _short_repr(k))
+                if isinstance(k, str):  # as it is (not its repr), but cut like one
+                    out.append(k if len(k) <= 200 else str.__getitem__(k, slice(0, 197)) + "...")
+                else:
+                    out.append(_short_repr(k))
                 if len(out) >= 100:
                     break
             return out
@@ -3983,7 +4233,7 @@ def _idle_task():
 
 
 def _warm_imports():
-    for name in ("_ast", "traceback", "linecache", "reprlib", "io", "pickle"):  # cells, errors, vars, snapshots
+    for name in ("_ast", "traceback", "linecache", "io", "pickle"):  # cells, errors, snapshots
         _imp(name)
     _flush_sources()
 

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { DisplayFiles, displayFolder } from "./display.ts";
+import { type DisplayFileLimits, DisplayFiles, displayFolder } from "./display.ts";
 import { CellDisplays } from "./display_entries.ts";
 import { extensionFor, fileMimes, isTextMime, representations, storedAsFile } from "./mime.ts";
 import { tempHome } from "../../tests/harness/mod.ts";
@@ -15,7 +15,7 @@ afterEach(() => tmp.remove());
 const NO_LIMITS = { maxFiles: 0, maxBytes: 0 };
 const b64 = (bytes: Uint8Array | string) => Buffer.from(bytes).toString("base64");
 
-function files(limits = NO_LIMITS, id = "s", kept = false): DisplayFiles {
+function files(limits: DisplayFileLimits = NO_LIMITS, id = "s", kept = false): DisplayFiles {
   return new DisplayFiles(displayFolder(tmp.home, id, kept), id, limits, kept);
 }
 
@@ -100,6 +100,44 @@ describe("CellDisplays: one cell's entries", () => {
     const kept = cell.items.reduce((n, i) => n + (i["text/plain"] as string).length, 0);
     expect(kept).toBeLessThan(70_000);
     expect(cell.items.length + cell.dropped).toBe(150);
+  });
+});
+
+describe("CellDisplays: one payload's cap and the MIME keys (what a runtime should have cut already)", () => {
+  test("a payload over the folder's maxPayloadBytes is not decoded or written: the entry's error names its type, size and the cap", () => {
+    const f = files({ maxFiles: 0, maxBytes: 0, maxPayloadBytes: 1000 });
+    const cell = new CellDisplays(f, 0, 65536);
+    const item = cell.add({ "image/png": b64(Buffer.alloc(1001)), "text/html": "é".repeat(501), "text/plain": "<Big>" }, { error: "_repr_svg_() raised ValueError: x" })!;
+    expect(item).toEqual({
+      "text/plain": "<Big>",
+      error:
+        "_repr_svg_() raised ValueError: x; image/png display data of 1001 bytes (1001 B) left out: over the cap of 1000 bytes (1000 B) on one display payload; " +
+        "text/html display data of 1002 bytes (1002 B) left out: over the cap of 1000 bytes (1000 B) on one display payload",
+    });
+    expect(f.usage.files).toBe(0);
+    const kept = cell.add({ "image/png": b64(Buffer.alloc(1000)) })!;
+    expect(kept.metadata).toEqual({ "image/png": { bytes: 1000 } });
+    expect(f.usage.files).toBe(1);
+  });
+
+  test("without maxPayloadBytes the default cap (32 MiB) holds; 0 means none", () => {
+    const over = "A".repeat(Math.ceil(((32 * 1024 * 1024 + 3) * 4) / 3));
+    const dflt = new CellDisplays(files(), 0, 0).add({ "image/png": over })!;
+    expect(dflt.error).toStartWith("image/png display data of 33554435 bytes (32.0 MiB) left out: over the cap of 33554432 bytes (32.0 MiB)");
+    const f = files({ maxFiles: 0, maxBytes: 0, maxPayloadBytes: 0 });
+    const none = new CellDisplays(f, 0, 0).add({ "image/png": b64(Buffer.alloc(2000)) })!;
+    expect(none.metadata).toEqual({ "image/png": { bytes: 2000 } });
+  });
+
+  test("a MIME key over 100 characters is cut, and the cut is said", () => {
+    const cell = new CellDisplays(files(), 0, 65536);
+    const long = `text/${"x".repeat(4995)}`;
+    const item = cell.add({ [long]: "v", [`${long}y`]: "w", "text/plain": "p" })!;
+    expect(item).toEqual({
+      [`${long.slice(0, 100)}...`]: "v",
+      "text/plain": "p",
+      error: "a MIME type of 5000 characters was cut to its first 100; a MIME type of 5001 characters was cut to its first 100, the same as an earlier one: left out",
+    });
   });
 });
 

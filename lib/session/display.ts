@@ -8,8 +8,11 @@ import { dirname, join } from "node:path";
 import { ensurePrivateDir } from "../settings/home.ts";
 import { extensionFor } from "./mime.ts";
 
-/** Caps of one folder; 0 = no limit. */
-export type DisplayFileLimits = { maxFiles: number; maxBytes: number };
+/**
+ * Caps of one folder, and of one payload written to it or kept inline (absent: the default,
+ * DEFAULTS.displayMaxPayloadBytes); 0 = no limit.
+ */
+export type DisplayFileLimits = { maxFiles: number; maxBytes: number; maxPayloadBytes?: number };
 
 type KnownFile = { path: string; bytes: number };
 

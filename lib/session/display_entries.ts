@@ -2,13 +2,15 @@
 // markdown, JSON, ...) of at most the output limit in all; past either, entries are dropped and
 // counted. Images and other binary payloads go to files (display.ts) and the entry carries the path
 // and the byte size. Memory stays bounded however many entries a cell makes: a dropped entry is
-// never kept, and a kept one holds at most the limit's worth of text.
+// never kept, and a kept one holds at most the limit's worth of text. One payload over the cap on
+// a payload (the runtime leaves those out itself; this is the host's own check) is neither decoded
+// nor written, and MIME keys are cut as the runtime cuts them; the entry's `error` says so.
 import type { DisplayEvent } from "../protocol/runtime.ts";
 import type { DisplayFileInfo, DisplayItem } from "../protocol/result.ts";
 import type { DisplayFiles } from "./display.ts";
-import { isTextMime, storedAsFile } from "./mime.ts";
+import { cutMimeKey, isTextMime, storedAsFile } from "./mime.ts";
 import { capText, utf8Length } from "./output.ts";
-import { byteLimit } from "../core/limits.ts";
+import { byteLimit, DEFAULTS } from "../core/limits.ts";
 
 const BASE64 = /^[A-Za-z0-9+/\s]*={0,2}\s*$/;
 /** Below this many bytes per text payload an entry's text is left out rather than cut to nothing useful. */
@@ -23,6 +25,8 @@ export class CellDisplays {
   /** Bytes cut from the text payloads that were kept. */
   cutBytes = 0;
   private textLeft: number;
+  /** Bytes of one payload (the folder's `maxPayloadBytes`, else the default); Infinity for none. */
+  private readonly payloadCap: number;
 
   /** `maxEntries`: 0 = no limit; `textLimit`: the cell's output limit (0 = none), shared by every entry's text. */
   constructor(
@@ -31,6 +35,7 @@ export class CellDisplays {
     textLimit: number,
   ) {
     this.textLeft = byteLimit(textLimit);
+    this.payloadCap = byteLimit(files.limits.maxPayloadBytes ?? DEFAULTS.displayMaxPayloadBytes);
   }
 
   /** One display event as an entry of the result; null when it is dropped. */
@@ -42,8 +47,17 @@ export class CellDisplays {
     const item: DisplayItem = {};
     const texts: [string, string][] = [];
     const metadata: Record<string, DisplayFileInfo> = {};
-    for (const [mime, payload] of Object.entries(data)) {
+    const notes: string[] = event?.error ? [event.error] : [];
+    for (const [given, payload] of Object.entries(data)) {
+      const { key: mime, note } = cutMimeKey(given);
+      if (note) notes.push(mime in item ? `${note}, the same as an earlier one: left out` : note);
+      if (mime in item) continue;
       const text = typeof payload === "string" ? payload : (JSON.stringify(payload) ?? String(payload));
+      const size = payloadBytes(mime, text);
+      if (size > this.payloadCap) {
+        notes.push(`${mime} display data of ${size} bytes (${sizeText(size)}) left out: over the cap of ${this.payloadCap} bytes (${sizeText(this.payloadCap)}) on one display payload`);
+        continue;
+      }
       const bytes = typeof payload === "string" && storedAsFile(mime) ? fileBytes(mime, payload) : null;
       if (bytes === null) {
         texts.push([mime, text]);
@@ -61,8 +75,8 @@ export class CellDisplays {
     this.fitText(item, texts);
     if (Object.keys(metadata).length > 0) item.metadata = metadata;
     if (event?.source === "value") item.source = "value";
-    if (event?.error) {
-      const cut = capText(event.error, MAX_ERROR_BYTES);
+    if (notes.length > 0) {
+      const cut = capText(notes.join("; "), MAX_ERROR_BYTES);
       this.cutBytes += cut.dropped;
       item.error = cut.text;
     }
@@ -98,6 +112,23 @@ export class CellDisplays {
     }
     this.textLeft = Math.max(0, this.textLeft);
   }
+}
+
+/** A payload's size as it would be kept: the bytes its base64 stands for, else its UTF-8 text. */
+function payloadBytes(mime: string, text: string): number {
+  if (!isTextMime(mime) && BASE64.test(text)) return Buffer.byteLength(text, "base64");
+  return utf8Length(text);
+}
+
+function sizeText(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  const units = ["KiB", "MiB", "GiB"];
+  let n = bytes;
+  for (const unit of units) {
+    n /= 1024;
+    if (n < 1024 || unit === "GiB") return `${n.toFixed(1)} ${unit}`;
+  }
+  return `${bytes} B`;
 }
 
 /** The bytes of a payload kept in a file: SVG as UTF-8, binary types from base64; null when it is not base64 (kept inline). */

@@ -35,6 +35,21 @@ export function extensionFor(mime: string): string {
   return sub || "bin";
 }
 
+/** A MIME type from user code is cut to this many characters in an entry's keys (runtime.py's MIME_KEY_CHARS). */
+export const MIME_KEY_CHARS = 100;
+
+/**
+ * `mime` as an entry's key: itself, or its first MIME_KEY_CHARS characters (code points, as Python
+ * counts them) and "..." with a note saying so: a 5,000-character key from a cell must not be echoed
+ * whole in every result. A key the runtime cut already (100 characters and "...") passes as it is.
+ */
+export function cutMimeKey(mime: string): { key: string; note?: string } {
+  if (mime.length <= MIME_KEY_CHARS + 3) return { key: mime };
+  const chars = Array.from(mime);
+  if (chars.length <= MIME_KEY_CHARS + 3) return { key: mime };
+  return { key: `${chars.slice(0, MIME_KEY_CHARS).join("")}...`, note: `a MIME type of ${chars.length} characters was cut to its first ${MIME_KEY_CHARS}` };
+}
+
 /** A key of a display entry that names a MIME type (they all have a "/"; `metadata`, `source`, `error` do not). */
 export function isMimeKey(key: string): boolean {
   return key.includes("/");

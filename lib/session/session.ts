@@ -51,6 +51,8 @@ export type ReplSessionOptions = SessionOptions & {
   displayMaxFiles?: number;
   displayMaxBytes?: number;
   displayMaxEntries?: number;
+  /** One display payload's cap in bytes (left out past it, said in the entry's `error`); 0 = no limit. */
+  displayMaxPayloadBytes?: number;
   /** How matplotlib figures are rendered: "png" (default) or "svg". */
   figureFormat?: FigureFormat;
   /**
@@ -120,6 +122,7 @@ export class ReplSession implements Session {
   private readonly spec: WorkerSpec;
   private readonly displays: DisplayFiles;
   readonly displayMaxEntries: number;
+  private readonly displayPayloadCap: number;
   readonly figureFormat: FigureFormat;
   /** The worker's situation; it changes only through become(). */
   private slot: WorkerSlot = { state: "none" };
@@ -149,10 +152,15 @@ export class ReplSession implements Session {
     this.displays = new DisplayFiles(
       displayFolder(home, id, kept),
       id,
-      { maxFiles: options.displayMaxFiles ?? DEFAULTS.displayMaxFiles, maxBytes: options.displayMaxBytes ?? DEFAULTS.displayMaxBytes },
+      {
+        maxFiles: options.displayMaxFiles ?? DEFAULTS.displayMaxFiles,
+        maxBytes: options.displayMaxBytes ?? DEFAULTS.displayMaxBytes,
+        maxPayloadBytes: options.displayMaxPayloadBytes ?? DEFAULTS.displayMaxPayloadBytes,
+      },
       kept,
     );
     this.displayMaxEntries = options.displayMaxEntries ?? DEFAULTS.displayMaxEntries;
+    this.displayPayloadCap = options.displayMaxPayloadBytes ?? DEFAULTS.displayMaxPayloadBytes;
     this.figureFormat = options.figureFormat ?? DEFAULTS.figureFormat;
     this.snapshots = new SessionSnapshots(
       id,
@@ -561,6 +569,8 @@ export class ReplSession implements Session {
     // The runtime stops building display entries past the cap (1,000 figures are not all rendered).
     if (this.displayMaxEntries > 0) request.max_display_entries = this.displayMaxEntries;
     if (this.figureFormat !== "png") request.figure_format = this.figureFormat;
+    // Always sent: the runtime reads a missing field as its own default, not as "no limit".
+    request.max_display_payload_bytes = this.displayPayloadCap;
     const limit = options.maxOutputBytes ?? this.maxOutputBytes;
     const sent = await this.send(request, deadline, {
       handlers: () => this.cellRecorder(limit, options),

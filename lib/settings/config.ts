@@ -33,6 +33,8 @@ export type Config = {
   displayMaxFiles: number;
   displayMaxBytes: number;
   displayMaxEntries: number;
+  /** One display payload's cap in bytes (an image over it is left out, said); 0 = no limit. */
+  displayMaxPayloadBytes: number;
   /** How matplotlib figures are rendered: "png" or "svg". */
   figureFormat: FigureFormat;
   /**

@@ -43,6 +43,7 @@ export function sessionFactory(layout: HomeLayout, config: Config, spares: Spare
       displayMaxFiles: config.displayMaxFiles,
       displayMaxBytes: config.displayMaxBytes,
       displayMaxEntries: config.displayMaxEntries,
+      displayMaxPayloadBytes: config.displayMaxPayloadBytes,
       figureFormat: config.figureFormat,
       home: layout.home,
       spares,

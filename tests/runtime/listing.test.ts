@@ -68,7 +68,7 @@ describe("variables and inspect run user __repr__", () => {
     expect(v.done.status).toBe("ok");
     const vars = v.done.variables as Record<string, string>;
     expect(vars.k).toBe("K: <repr failed: KeyboardInterrupt>");
-    expect(vars.e).toStartWith("E: <E instance at 0x"); // reprlib's own marker
+    expect(vars.e).toStartWith("E: <E instance at 0x"); // reprlib's marker, kept
     expect(vars.n).toStartWith("N: <N instance at 0x");
     expect(vars.fine).toBe("list: [1]");
     const i = await rt.request({ type: "inspect", name: "k" });
