@@ -1,4 +1,4 @@
-// The package entry: the library API of DESIGN.md.
+// The package entry: the library API (README, "Library API"; docs/architecture.md, "Layers").
 export { ReplSession, type ReplSessionInfo, type ReplSessionOptions } from "./session/session.ts";
 export { SpareWorkers } from "./worker/spare.ts";
 export { SessionPool } from "./session/pool.ts";

@@ -6,7 +6,7 @@
 //   install.sh, install.ps1        the installers, their default version set to this release's
 //   SHA256SUMS                     every file above, `HASH  NAME` (sha256sum -c and shasum -c read it)
 //
-// The flags are DESIGN.md's (each measured here):
+// The flags (docs/architecture.md, "Performance rules"; each measured here):
 //   --bytecode            commander and node:net each cost 10–25 ms per start without it
 //   --format=esm          --bytecode breaks top-level await without it
 //   --sourcemap           stack traces of an internal error point at the TypeScript source

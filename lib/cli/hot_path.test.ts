@@ -1,4 +1,4 @@
-// No module the CLI's fast paths load imports a node: module at the top (DESIGN.md, the team's
+// No module the CLI's fast paths load imports a node: module at the top (docs/architecture.md, "Performance rules"; the team's
 // "Performance" rule; lib/core/fastio.ts says what each costs per start). Checked on Bun's own module
 // graph of main.ts, the way the executable is bundled: every module reachable through static imports,
 // plus the modules `vars` and `sessions` import dynamically. A node: module a fast path needs only now

@@ -1,5 +1,5 @@
 // File-system and path helpers for the CLI's hot path, without node:fs, node:path or node:os. The one
-// module that uses Bun-only APIs for speed (DESIGN.md, "Toolchain"); everywhere else, and for the rare
+// module that uses Bun-only APIs for speed (docs/architecture.md, "Performance rules"); everywhere else, and for the rare
 // cases (Windows paths), node: modules are the fallback, loaded on first use.
 //
 // Why: in the compiled executable merely importing node:fs costs ~1.1–1.4 ms of CPU per start (measured

@@ -1,6 +1,8 @@
 // Defaults and limits, in one place: what a session, the supervisor and every command fall back to,
-// and the one check every timeout, grace period and byte limit passes, wherever it comes from (a flag,
-// the environment, a config file, a library option, a supervisor request).
+// the one check every timeout, grace period and byte limit passes, wherever it comes from (a flag,
+// the environment, a config file, a library option, a supervisor request), and the one place those
+// sources are laid over the defaults (resolveLimits): each edge (a command, the MCP server,
+// ReplSession.start, the supervisor's session factory) resolves a whole Limits once and passes it on.
 import { usageError } from "./errors.ts";
 
 /**
@@ -11,7 +13,7 @@ export function byteLimit(limit: number): number {
   return limit === 0 ? Number.POSITIVE_INFINITY : limit;
 }
 
-/** The built-in defaults (DESIGN.md); config files and flags override them. 0 means none (byteLimit). */
+/** The built-in defaults (docs/architecture.md, "Where each rule lives"); config files and flags override them. 0 means none (byteLimit). */
 export const DEFAULTS = {
   /** Per-cell timeout in ms; 0 = none. */
   timeoutMs: 30_000,
@@ -50,7 +52,7 @@ export const FIGURE_FORMATS: readonly FigureFormat[] = ["png", "svg"];
 /** The longest delay a timer takes (2^31 - 1 ms); every duration is checked against it. */
 export const MAX_DELAY_MS = 2_147_483_647;
 
-/** The numeric settings, and which of them are durations (a timer must be able to hold them). */
+/** The numeric settings (config keys), and which of them are durations (a timer must be able to hold them). */
 export const NUMBER_KEYS = [
   "timeoutMs",
   "maxOutputBytes",
@@ -64,8 +66,52 @@ export const NUMBER_KEYS = [
   "displayMaxEntries",
   "displayMaxPayloadBytes",
 ] as const;
-export type NumberKey = (typeof NUMBER_KEYS)[number];
-const DURATION_KEYS: ReadonlySet<string> = new Set(["timeoutMs", "graceMs", "idleExitMs", "sessionIdleMs"]);
+/** Counts read from a flag that are no setting: `awrepl mcp --wait`, `--max-image`, `wait --timeout`, its test heartbeat. */
+const FLAG_ONLY_KEYS = ["waitMs", "maxImageBytes", "heartbeatMs"] as const;
+/** What a number read from a flag, the environment or a file is: a setting, or a flag's own count. */
+export type NumberKey = (typeof NUMBER_KEYS)[number] | (typeof FLAG_ONLY_KEYS)[number];
+const DURATION_KEYS: ReadonlySet<string> = new Set(["timeoutMs", "graceMs", "idleExitMs", "sessionIdleMs", "waitMs", "heartbeatMs"]);
+
+/** The settings a session and its calls run under (a subset of NUMBER_KEYS). */
+export const LIMIT_KEYS = [
+  "timeoutMs",
+  "maxOutputBytes",
+  "graceMs",
+  "snapshotMaxBytes",
+  "snapshotMaxVariableBytes",
+  "displayMaxFiles",
+  "displayMaxBytes",
+  "displayMaxEntries",
+  "displayMaxPayloadBytes",
+] as const;
+export type LimitKey = (typeof LIMIT_KEYS)[number];
+
+/**
+ * Every limit a session runs under, resolved (DEFAULTS says what each one is): a session keeps its
+ * Limits whole, and a call's own timeout or output cap, when it gives one, beats its session's.
+ */
+export type Limits = Record<LimitKey, number>;
+
+/** The two limits a call may set for itself (`run --timeout`, `--max-output`, an MCP call's arguments). */
+export type CallLimits = Pick<Limits, "timeoutMs" | "maxOutputBytes">;
+
+/**
+ * The limits `layers` set over the built-in defaults, a later layer's value beating an earlier one's
+ * (undefined: not set there): `resolveLimits(config, flags)`. Each layer is checked (checkLimits).
+ * The one place a limit falls back to its default.
+ */
+export function resolveLimits(...layers: Partial<Record<LimitKey, number | undefined>>[]): Limits {
+  const limits = {} as Limits;
+  for (const key of LIMIT_KEYS) limits[key] = DEFAULTS[key];
+  for (const layer of layers) {
+    checkLimits(layer);
+    for (const key of LIMIT_KEYS) {
+      const value = layer[key];
+      if (value !== undefined) limits[key] = value;
+    }
+  }
+  return limits;
+}
 
 /**
  * Why `value` is not a valid setting `key` (a non-negative finite number; a duration at most

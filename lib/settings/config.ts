@@ -1,4 +1,4 @@
-// Defaults from JSON-with-comments files, in the order DESIGN.md fixes:
+// Defaults from JSON-with-comments files, in the order docs/architecture.md ("Where each rule lives") and the README fix:
 // flags > environment > ./awrepl.jsonc (project) > $AWREPL_HOME/config.jsonc (user) > built-ins.
 // This module reads the two files and the environment; flags are laid on top by the caller.
 // Every command loads it, and most find no config file: node:fs, the JSONC parser and the trust
@@ -18,7 +18,7 @@ export type Config = {
   maxOutputBytes: number;
   /** Grace period between the deadline's interrupt and the kill. */
   graceMs: number;
-  /** Interpreter command line; undefined = resolve as DESIGN.md orders it. */
+  /** Interpreter command line; undefined = resolve in the interpreter order (lib/worker/interpreter.ts). */
   python?: string;
   /** The supervisor exits after this long with no sessions; 0 = never. */
   idleExitMs: number;

@@ -55,7 +55,7 @@ describe("splitCommandLine", () => {
 describe("chooseCommand", () => {
   const noPath = { PATH: "" };
 
-  test("follows DESIGN.md's order", () => {
+  test("follows the documented order (README, Environment and configuration)", () => {
     const venv = join(tmp.home, "venv");
     fakeExecutable(join(venv, "bin", "python"));
     const project = join(tmp.home, "project");

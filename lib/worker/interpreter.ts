@@ -1,4 +1,4 @@
-// Which Python a worker runs, in DESIGN.md's order: --python CMD, AWREPL_PYTHON, the config file,
+// Which Python a worker runs, in the README's order (docs/architecture.md, "Where each rule lives"): --python CMD, AWREPL_PYTHON, the config file,
 // $VIRTUAL_ENV/bin/python, ./.venv/bin/python, python3, python. A local interpreter is resolved to its
 // real executable once (a pyenv shim is a shell script costing ~160 ms per spawn): the interpreter is
 // asked for sys.executable and the answer is cached in the state directory, keyed by the command's
@@ -149,7 +149,7 @@ export function commandArgv(command: string, cwd: string = process.cwd()): strin
 }
 
 /**
- * The command line to use, in DESIGN.md's order, with where it came from. A `$VIRTUAL_ENV`, a
+ * The command line to use, in that order, with where it came from. A `$VIRTUAL_ENV`, a
  * `./.venv` or a PATH entry that lies where a sandboxed session could write (with `home`: the state
  * directory's record, lib/settings/sandbox_written.ts) is passed over, and `notices` says so: it may
  * have been planted, and the interpreter's own probe would run it outside any sandbox.

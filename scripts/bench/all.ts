@@ -1,6 +1,6 @@
 // `npm run bench`: every benchmark in one run, then the tables: issue 14's (every figure against its
 // floor measured in the same run: start-up against an empty program built with scripts/build.ts's
-// flags, the round trip against a pipe echo, ...), the round trip layer by layer, DESIGN.md's targets
+// flags, the round trip against a pipe echo, ...), the round trip layer by layer, the targets (docs/architecture.md, "Benchmarks")
 // with Jupyter beside, and every raw figure. The machine's CPU model and load are printed with it, and
 // the load before and after each section (a load above the core count marks wall times to re-take;
 // CPU times and page faults move far less with it).

@@ -6,7 +6,7 @@
 //       floor: each other (the sandbox costs nothing once the worker runs: the client's start dominates)
 //   warm_call_sandbox_flag                         the same with `--sandbox` on the command line (fast path)
 //   new_session_local / new_session_sandbox        a NEW named session's first result, a spare ready
-//       target (DESIGN.md): sandbox <= 1.2 x local; floor: the warm call measured beside it
+//       target (docs/architecture.md, "Benchmarks"): sandbox <= 1.2 x local; floor: the warm call measured beside it
 //   cold_run_local / cold_run_sandbox              an ephemeral `awrepl run "1+1"` (no supervisor, no spare)
 //       floors: `bwrap <the profile's namespaces> /bin/true` and `python3 -c pass`
 //

@@ -1,4 +1,4 @@
-// The tables all.ts prints: one row per DESIGN.md target (awrepl, Jupyter, ratios, met or not), then
+// The tables all.ts prints: one row per target (docs/architecture.md, "Benchmarks") (awrepl, Jupyter, ratios, met or not), then
 // every raw figure with min/p50/p99/max so nothing measured is hidden.
 import { type Figure, type Figures, type Summary, summarize } from "./lib.ts";
 

@@ -6,7 +6,7 @@
 // - how long the host takes to declare a silent worker lost — floor: the heartbeat's timeout;
 // - a 100 MB snapshot streamed to the host and restored from it — floor: the same in path mode;
 // - a sandboxed worker's start, cold and as a new session with a spare ready — floors: `bwrap <the
-//   profile> /bin/true`, and the same start without the sandbox (DESIGN.md: sandbox start ≤ 1.2 ×).
+//   profile> /bin/true`, and the same start without the sandbox (target: sandbox start ≤ 1.2 ×, docs/architecture.md).
 //
 //   bun scripts/bench/workers.ts [--smoke] [--json]     prints a table, or its figures as one JSON line
 import { mkdirSync } from "node:fs";
