@@ -52,6 +52,13 @@ function Install-Awrepl {
     else { $BaseUrl = "https://github.com/$Repo/releases/download/v$Version" }
   }
   $BaseUrl = $BaseUrl.TrimEnd('/')
+  # A directory (or a link to one) named awrepl.exe would be renamed aside below, with what it holds,
+  # and then removed (after a prompt, since it has children) or left behind: refused before anything
+  # is downloaded. (Untested, as the rest of this script.)
+  $occupied = Join-Path $Dir 'awrepl.exe'
+  if (Test-Path -LiteralPath $occupied -PathType Container) {
+    Fail "$occupied is a directory (or a link to one): move it away or choose another -Dir (nothing was installed)"
+  }
 
   # Windows PowerShell 5.1 may default to TLS 1.0; the progress bar makes Invoke-WebRequest very slow.
   [Net.ServicePointManager]::SecurityProtocol = [Net.ServicePointManager]::SecurityProtocol -bor [Net.SecurityProtocolType]::Tls12

@@ -15,6 +15,12 @@
 #   --platform P   AWREPL_INSTALL_PLATFORM  linux-x64, linux-arm64, darwin-x64 or darwin-arm64
 #                                           instead of this machine's (the result is not run)
 #
+# Every download is bounded, so a server that accepts and never answers (or stops midway) cannot hang
+# the install; raise the bounds for a slow or flaky link (whole seconds, environment only):
+#   AWREPL_INSTALL_CONNECT_TIMEOUT  to connect (default 30)
+#   AWREPL_INSTALL_STALL_TIMEOUT    without receiving a byte, before the answer or during it (default
+#                                   60); a slow download that keeps moving is never cut off
+#
 # Needs: sh, curl or wget, sha256sum or shasum, and uname/mkdir/mktemp/awk/cp/chmod/mv/rm (tested
 # with exactly these on PATH: tests/packaging/install.test.ts).
 # gzip is used when present (the download is then about half the size). Nothing outside the
@@ -47,6 +53,9 @@ Usage: install.sh [--version V] [--dir DIR] [--base-url URL] [--platform P]
   --dir DIR      install directory (env AWREPL_INSTALL_DIR; default: ~/.local/bin)
   --base-url U   where the release files are (env AWREPL_INSTALL_BASE_URL)
   --platform P   linux-x64 | linux-arm64 | darwin-x64 | darwin-arm64 (env AWREPL_INSTALL_PLATFORM)
+
+Timeouts, in whole seconds (environment only): AWREPL_INSTALL_CONNECT_TIMEOUT to connect (default 30),
+AWREPL_INSTALL_STALL_TIMEOUT without receiving data (default 60).
 EOF
 }
 
@@ -81,20 +90,54 @@ is_musl() {
 	return 1
 }
 
-download() { # URL FILE
+# Dies unless VALUE, the value of the variable NAME, is a whole number of seconds above 0.
+check_seconds() { # NAME VALUE
+	case "$2" in
+	'' | *[!0-9]*) ;;
+	*[1-9]*) return 0 ;;
+	esac
+	die "$1 must be a whole number of seconds above 0, not '$2'"
+}
+
+# Downloads URL to FILE; its status is the downloader's. Neither curl nor wget bounds a connection
+# that is open but silent by default (and wget retries a silent read 20 times), so both get the
+# connect bound and a stall bound: $stall_timeout seconds without a byte end the transfer, while a
+# slow one that keeps moving goes on however long it takes.
+download() { # URL FILE [progress]
 	case "$1" in https://*) proto="--proto =https --tlsv1.2" ;; *) proto="" ;; esac
 	if have curl; then
-		# shellcheck disable=SC2086 # $proto is empty or two words on purpose
+		# --speed-limit 1 --speed-time N: less than a byte a second over the last N seconds.
+		bounds="--connect-timeout $connect_timeout --speed-limit 1 --speed-time $stall_timeout"
+		# shellcheck disable=SC2086 # $proto is empty or two words, $bounds six words, on purpose
 		if [ -t 2 ] && [ "${3:-}" = progress ]; then
-			curl $proto --fail --location --progress-bar --output "$2" "$1"
+			curl $proto $bounds --fail --location --progress-bar --output "$2" "$1"
 		else
-			curl $proto --fail --location --silent --show-error --output "$2" "$1"
+			curl $proto $bounds --fail --location --silent --show-error --output "$2" "$1"
 		fi
 	elif have wget; then
-		wget -q -O "$2" "$1"
+		# GNU wget's (and wget2's) --read-timeout is the time without data. BusyBox wget (Alpine) has
+		# none of these options: its -T bounds the connect and each read, and it never retries.
+		case "$(wget --version 2>/dev/null)" in
+		*"GNU Wget"*)
+			wget -q --dns-timeout="$connect_timeout" --connect-timeout="$connect_timeout" --read-timeout="$stall_timeout" --tries=1 -O "$2" "$1"
+			;;
+		*) wget -q -T "$stall_timeout" -O "$2" "$1" ;;
+		esac
 	else
 		die "need curl or wget to download"
 	fi
+}
+
+# Dies for a download of URL that failed with the downloader's STATUS; HINT says what it may mean.
+cannot_download() { # URL STATUS HINT
+	limits="AWREPL_INSTALL_CONNECT_TIMEOUT=$connect_timeout, AWREPL_INSTALL_STALL_TIMEOUT=$stall_timeout: seconds to connect, seconds without data; raise them for a slow link; nothing was installed"
+	# curl's 28 is a timeout (curl has said which); wget's 4 is any network failure, a timeout among them.
+	if have curl; then
+		[ "$2" != 28 ] || die "cannot download $1: timed out ($limits)"
+	elif [ "$2" = 4 ]; then
+		die "cannot download $1: a network failure or a timeout ($limits)"
+	fi
+	die "cannot download $1 ($3)"
 }
 
 sha256_of() {
@@ -116,6 +159,14 @@ listed_sum() { # SUMS FILE
 cleanup() {
 	rm -rf "$tmp"
 	if [ -n "$staged" ]; then rm -f "$staged"; fi
+}
+
+# mv would move the executable into a directory (or a link to one) at the target, and the install
+# would look done: refused before the download, and again just before the move.
+refuse_directory() {
+	if [ -d "$target" ]; then
+		die "$target is a directory (or a link to one): move it away or choose another --dir (nothing was installed)"
+	fi
 }
 
 on_path() {
@@ -142,11 +193,18 @@ main() {
 		esac
 	done
 
+	connect_timeout=${AWREPL_INSTALL_CONNECT_TIMEOUT:-30}
+	stall_timeout=${AWREPL_INSTALL_STALL_TIMEOUT:-60}
+	check_seconds AWREPL_INSTALL_CONNECT_TIMEOUT "$connect_timeout"
+	check_seconds AWREPL_INSTALL_STALL_TIMEOUT "$stall_timeout"
+
 	if [ -z "$dir" ]; then
 		[ -n "${HOME:-}" ] || die "HOME is not set: give the directory with --dir or AWREPL_INSTALL_DIR"
 		dir="$HOME/.local/bin"
 	fi
 	case "$dir" in /*) ;; *) dir="$(pwd)/$dir" ;; esac
+	target="$dir/awrepl"
+	refuse_directory
 
 	native=yes
 	if [ -n "$platform" ]; then
@@ -170,7 +228,7 @@ main() {
 	trap cleanup EXIT
 	trap 'cleanup; exit 130' INT TERM
 
-	download "$base/SHA256SUMS" "$tmp/SHA256SUMS" || die "cannot download $base/SHA256SUMS (is the version right? nothing was installed)"
+	download "$base/SHA256SUMS" "$tmp/SHA256SUMS" || cannot_download "$base/SHA256SUMS" $? "is the version right? nothing was installed"
 
 	asset="awrepl-$platform"
 	if [ "$native" = yes ] && is_musl; then
@@ -197,7 +255,7 @@ main() {
 		expected=$(listed_sum "$tmp/SHA256SUMS" "$fetched")
 	fi
 	say "downloading $base/$fetched"
-	download "$base/$fetched" "$tmp/$fetched" progress || die "cannot download $base/$fetched (nothing was installed)"
+	download "$base/$fetched" "$tmp/$fetched" progress || cannot_download "$base/$fetched" $? "nothing was installed"
 
 	actual=$(sha256_of "$tmp/$fetched")
 	if [ "$actual" != "$expected" ]; then
@@ -208,7 +266,7 @@ main() {
 	fi
 
 	mkdir -p "$dir" || die "cannot create $dir"
-	target="$dir/awrepl"
+	refuse_directory
 	staged="$dir/.awrepl.install.$$"
 	cp "$tmp/$asset" "$staged" 2>/dev/null || die "cannot write to $dir (choose another with --dir)"
 	chmod 755 "$staged"

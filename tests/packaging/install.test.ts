@@ -3,14 +3,16 @@
 // the release step's own code), under dash and bash, with curl and with wget. Each run gets a PATH that
 // holds only the tools the installer may use (a "toolbox" of symlinks), so the test also proves what it
 // needs; another machine's `uname` is a shim in that toolbox. Nothing reaches past 127.0.0.1: the runs
-// that would go to GitHub get a proxy that refuses at once.
+// that would go to GitHub get a proxy that refuses at once. Servers that hang (silent, stalled midway,
+// never accepting) prove that every download is bounded, with the bounds lowered to seconds.
+import type { FileSink, TCPSocketListener } from "bun";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { RELEASE_TARGETS } from "../../scripts/build.ts";
-import { cleanupHome, PYTHON, ROOT, testEnv } from "../harness/mod.ts";
+import { cleanupHome, descendants, killPids, PYTHON, ROOT, testEnv } from "../harness/mod.ts";
 import { makeTestRelease, NATIVE_FILE, standIn } from "./release.ts";
 
 const SCRIPT = join(ROOT, "install", "install.sh");
@@ -51,6 +53,67 @@ function startServer(): void {
   base = `http://127.0.0.1:${server.port}`;
 }
 
+let stuck: TCPSocketListener<{ buffer: string }>;
+let stuckBase: string;
+/** The connections `stuck` holds open (never answered), closed at the end. */
+const held = new Set<{ end(): void }>();
+
+/**
+ * A server that answers too little, with the hangs the download timeouts must end: /silent/FILE accepts the
+ * connection, reads the request and never answers; /midway/SHA256SUMS is the release's, and
+ * /midway/FILE sends the headers and the first 64 KiB of the file, then nothing more.
+ */
+function startStuckServer(): void {
+  stuck = Bun.listen<{ buffer: string }>({
+    hostname: "127.0.0.1",
+    port: 0,
+    socket: {
+      open(socket) {
+        socket.data = { buffer: "" };
+        held.add(socket);
+      },
+      data(socket, chunk) {
+        socket.data.buffer += chunk.toString("latin1");
+        const line = /^GET (\S+) HTTP\/1\.[01]\r\n[^]*?\r\n\r\n/.exec(socket.data.buffer);
+        if (!line) return;
+        const m = /^\/(silent|midway)\/([A-Za-z0-9._-]+)$/.exec(line[1] as string);
+        if (!m || m[1] === "silent") return; // accepted, read, never answered
+        const body = readFileSync(join(release, m[2] as string));
+        socket.write(`HTTP/1.1 200 OK\r\nContent-Length: ${body.length}\r\nContent-Type: application/octet-stream\r\n\r\n`);
+        socket.write(m[2] === "SHA256SUMS" ? body : body.subarray(0, 65536)); // then it stalls
+      },
+      close(socket) {
+        held.delete(socket);
+      },
+    },
+  });
+  stuckBase = `http://127.0.0.1:${stuck.port}`;
+}
+
+/**
+ * A port that never completes a connection: a listening socket with a backlog of 0 that never accepts,
+ * its one queue place taken, so the kernel drops further SYNs and a connect waits until it times out.
+ * A Python process (Bun and Node accept on their own): its first line is the port.
+ */
+let refuser: ReturnType<typeof Bun.spawn> | undefined;
+let refuserPort: number;
+
+async function startRefuser(): Promise<void> {
+  const code = [
+    "import socket, sys",
+    "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(0)",
+    "fill = [socket.socket() for _ in range(2)]",
+    "for c in fill: c.setblocking(False); c.connect_ex(('127.0.0.1', s.getsockname()[1]))",
+    "print(s.getsockname()[1], flush=True)",
+    "sys.stdin.read()", // until the test closes its stdin (or dies)
+  ].join("\n");
+  refuser = Bun.spawn([PYTHON, "-c", code], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
+  const reader = (refuser.stdout as ReadableStream<Uint8Array>).getReader();
+  const first = await Promise.race([reader.read(), Bun.sleep(10_000).then(() => null)]);
+  if (!first || first.done) throw new Error("the never-accepting server did not start within 10 s");
+  refuserPort = Number(new TextDecoder().decode(first.value).trim());
+}
+
 type Toolbox = { downloader?: string; sha?: "sha256sum" | "shasum"; gzip?: boolean; uname?: [string, string] };
 
 /** A directory of symlinks to exactly the tools the installer may use (and a `uname` shim). */
@@ -83,7 +146,7 @@ type Run = { code: number; stdout: string; stderr: string; dir: string };
  * not exist yet (so "nothing installed" includes "nothing created"). Asynchronous: the server answers
  * from this process.
  */
-async function install(shell: string, tools: string, args: string[] = [], env: Record<string, string> = {}, script = SCRIPT): Promise<Run> {
+async function install(shell: string, tools: string, args: string[] = [], env: Record<string, string> = {}, script = SCRIPT, killAfterMs = 60_000): Promise<Run> {
   const dest = mkdtempSync(join(work, "dest-"));
   const home = mkdtempSync(join(work, "home-"));
   const proc = Bun.spawn([which(shell) as string, script, ...args], {
@@ -91,7 +154,8 @@ async function install(shell: string, tools: string, args: string[] = [], env: R
     stdout: "pipe",
     stderr: "pipe",
   });
-  const timer = setTimeout(() => proc.kill("SIGKILL"), 60_000);
+  // Its downloader too: killed alone, the shell would leave a hung curl holding the output pipes.
+  const timer = setTimeout(() => killPids([proc.pid, ...descendants(proc.pid).map((p) => p.pid)]), killAfterMs);
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   clearTimeout(timer);
   return { code, stdout, stderr, dir: join(dest, "bin") };
@@ -112,10 +176,20 @@ beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "awrepl-install-test-"));
   release = await makeTestRelease(join(work, "release"));
   startServer();
+  startStuckServer();
+  await startRefuser();
 }, 120_000);
 
-afterAll(() => {
+afterAll(async () => {
   server?.stop(true);
+  for (const socket of held) socket.end();
+  stuck?.stop(true);
+  if (refuser) {
+    (refuser.stdin as FileSink).end();
+    const ended = await Promise.race([refuser.exited, Bun.sleep(5_000).then(() => null)]);
+    if (ended === null) refuser.kill("SIGKILL");
+    await refuser.exited;
+  }
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
@@ -211,6 +285,44 @@ describe.skipIf(!NATIVE_FILE)("install.sh", () => {
           expect(existsSync(own.dir)).toBe(false);
         });
 
+        test("an awrepl in the install directory that is a directory, or a link to one, is refused before any download and left alone", async () => {
+          for (const kind of ["directory", "link to a directory"] as const) {
+            const dir = mkdtempSync(join(work, "occupied-"));
+            const real = join(dir, kind === "directory" ? "awrepl" : "elsewhere");
+            mkdirSync(real);
+            writeFileSync(join(real, "mine"), "mine");
+            if (kind !== "directory") symlinkSync(real, join(dir, "awrepl"));
+            served.length = 0;
+            const r = await install(shell, tools(), ["--base-url", `${base}/v`, "--dir", dir]);
+            expect(r.stderr).toContain(`error: ${join(dir, "awrepl")} is a directory (or a link to one): move it away or choose another --dir (nothing was installed)`);
+            expect(r.stderr).not.toContain("installed awrepl");
+            expect(r.code).toBe(1);
+            expect(served).toEqual([]);
+            expect(readdirSync(dir).sort()).toEqual(kind === "directory" ? ["awrepl"] : ["awrepl", "elsewhere"]);
+            expect(readdirSync(real)).toEqual(["mine"]); // no executable, no staged copy inside it
+          }
+        });
+
+        test("a server that never answers, stalls midway or never accepts: the timeouts end the run, named, in seconds", async () => {
+          // The bounds lowered to 2 s by their variables; the defaults are 30 s to connect, 60 s without data.
+          const env = { AWREPL_INSTALL_CONNECT_TIMEOUT: "2", AWREPL_INSTALL_STALL_TIMEOUT: "2" };
+          const cases = [
+            { what: "accepts, never answers", url: `${stuckBase}/silent`, file: "SHA256SUMS" },
+            { what: "stalls after 64 KiB", url: `${stuckBase}/midway`, file: `${NATIVE_FILE}${gzip ? ".gz" : ""}` },
+            { what: "never accepts", url: `http://127.0.0.1:${refuserPort}/v`, file: "SHA256SUMS" },
+          ];
+          for (const c of cases) {
+            const started = Date.now();
+            const r = await install(shell, tools(), ["--base-url", c.url], env, SCRIPT, 20_000);
+            const seconds = (Date.now() - started) / 1000;
+            expect({ what: c.what, code: r.code, fast: seconds < 15 }).toEqual({ what: c.what, code: 1, fast: true });
+            expect(r.stderr).toContain(`error: cannot download ${c.url}/${c.file}`);
+            expect(r.stderr).toContain("AWREPL_INSTALL_CONNECT_TIMEOUT=2, AWREPL_INSTALL_STALL_TIMEOUT=2");
+            expect(r.stderr).toContain("nothing was installed");
+            expect(existsSync(r.dir)).toBe(false);
+          }
+        }, 120_000);
+
         test("a version the server does not have is a clear error", async () => {
           const r = await install(shell, tools(), ["--base-url", `${base}/v9.9.9`]);
           expect(r.code).toBe(1);
@@ -236,6 +348,16 @@ describe.skipIf(!NATIVE_FILE)("install.sh", () => {
       rmSync(r.dir, { recursive: true, force: true });
     }
   }, 90_000);
+
+  test("a timeout that is not a whole number of seconds is named", async () => {
+    for (const [name, value] of [["AWREPL_INSTALL_CONNECT_TIMEOUT", "soon"], ["AWREPL_INSTALL_STALL_TIMEOUT", "0"], ["AWREPL_INSTALL_STALL_TIMEOUT", "1.5"]] as const) {
+      served.length = 0;
+      const r = await install("dash", toolbox({ downloader: "curl", sha: "sha256sum" }), ["--base-url", `${base}/v`], { [name]: value });
+      expect(r.stderr).toContain(`error: ${name} must be a whole number of seconds above 0, not '${value}'`);
+      expect(r.code).toBe(1);
+      expect(served).toEqual([]);
+    }
+  });
 
   test("without curl and wget, or without sha256sum and shasum, it says what it needs", async () => {
     const noDownloader = await install("dash", toolbox({ sha: "sha256sum" }), ["--base-url", `${base}/v`]);
