@@ -25,10 +25,10 @@ export function registerMcpCommands(program: Command, ctx: CliContext, setExit: 
     .option("--cwd <dir>", "working directory of new sessions, and what the default session name derives from (default: the current one)")
     .option("--max-output <bytes>", `bytes of stdout+stderr a result keeps, unless a call asks (default ${MCP_DEFAULTS.maxOutputBytes})`, (v) => countOption("--max-output", "maxOutputBytes", v))
     .option("--wait <ms>", `how long \`run\` and \`wait\` wait before answering status running, unless a call asks (default ${MCP_DEFAULTS.waitMs})`, (v) =>
-      countOption("--wait", "timeoutMs", v),
+      countOption("--wait", "waitMs", v),
     )
     .option("--max-image <bytes>", `largest display image returned as image content; larger ones: the path only (default ${MCP_DEFAULTS.maxImageBytes})`, (v) =>
-      countOption("--max-image", "maxOutputBytes", v),
+      countOption("--max-image", "maxImageBytes", v),
     )
     .addHelpText(
       "after",
@@ -48,7 +48,7 @@ export function registerMcpCommands(program: Command, ctx: CliContext, setExit: 
 }
 
 async function mcpCommand(ctx: CliContext, flags: McpFlags, python: string | undefined, version: string): Promise<number> {
-  const [{ resolve }, { statSync }, { resolveSettings }, { attachOptions }, { renderText }, { sessionsTable }, { sessionNameForDir }, { MAX_OUTPUT_RANGE }] = await Promise.all([
+  const [{ resolve }, { statSync }, { resolveSettings }, { attachOptions, sessionLimits }, { renderText }, { sessionsTable }, { sessionNameForDir }, { MAX_OUTPUT_RANGE }] = await Promise.all([
     import("node:path"),
     import("node:fs"),
     import("../settings/context.ts"),
@@ -70,20 +70,22 @@ async function mcpCommand(ctx: CliContext, flags: McpFlags, python: string | und
     settings = { ...(await resolveSettings(ctx.env, dir)), session: ctx.session, sessionFlags: ctx.sessionFlags };
     for (const notice of settings.config().notices ?? []) process.stderr.write(`awrepl: ${notice}\n`);
   }
-  const config = settings.config(); // (the program's context says its notices itself)
+  // --python and the sandbox options (global: `awrepl mcp --sandbox`) shape the sessions it creates.
+  const sessionFlags = { ...ctx.sessionFlags(), python };
+  // The config's limits (the program's context says its notices itself), resolved once: the sessions
+  // this server creates get them, and its cells their timeout; a result keeps MCP's smaller output.
+  const limits = sessionLimits(settings, sessionFlags);
   // --session, then AWREPL_SESSION (ctx.session() checks both), then the directory's name.
   const defaultSession = ctx.session() ?? sessionNameForDir(settings.cwd);
   const { runMcpServer } = await import("../mcp/server.ts");
   const heartbeat = ctx.env.AWREPL_MCP_HEARTBEAT_MS; // tests only: a shorter heartbeat
   return runMcpServer({
     defaultSession,
-    // --python and the sandbox options (global: `awrepl mcp --sandbox`) shape the sessions it creates.
-    attach: { ...attachOptions(settings, { ...ctx.sessionFlags(), python }), layout: settings.layout, clientEnv: settings.env },
-    timeoutMs: config.timeoutMs,
-    maxOutputBytes: flags.maxOutput ?? MCP_DEFAULTS.maxOutputBytes,
+    attach: { ...attachOptions(settings, sessionFlags, limits), layout: settings.layout, clientEnv: settings.env },
+    cell: { timeoutMs: limits.timeoutMs, maxOutputBytes: flags.maxOutput ?? MCP_DEFAULTS.maxOutputBytes },
     waitMs: flags.wait ?? MCP_DEFAULTS.waitMs,
     maxImageBytes: flags.maxImage ?? MCP_DEFAULTS.maxImageBytes,
-    heartbeatMs: heartbeat ? countOption("AWREPL_MCP_HEARTBEAT_MS", "timeoutMs", heartbeat) : undefined,
+    heartbeatMs: heartbeat ? countOption("AWREPL_MCP_HEARTBEAT_MS", "heartbeatMs", heartbeat) : undefined,
     format: { result: (r) => renderText(r, { omittedFramesHint: "the full traceback is in the result's `traceback` field" }), sessions: sessionsTable },
     version,
     debug: Boolean(ctx.env.AWREPL_DEBUG),
@@ -99,7 +101,7 @@ function registerWaitCommand(program: Command, ctx: CliContext, setExit: (code: 
   program
     .command("wait")
     .description("wait for the session's detached cell (one an agent's `awrepl mcp` left running) and print its result")
-    .option("--timeout <ms>", "stop waiting after this long (the cell keeps running; exit 124); default: until it ends", (v) => countOption("--timeout", "timeoutMs", v))
+    .option("--timeout <ms>", "stop waiting after this long (the cell keeps running; exit 124); default: until it ends", (v) => countOption("--timeout", "waitMs", v))
     .option("--json", "print one JSON object: the ExecResult, or {state: running|idle}")
     .option("--traceback", "show every traceback frame")
     .action(async (flags: WaitFlags) => {

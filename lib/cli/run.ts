@@ -19,7 +19,7 @@ import type { SandboxFlags } from "./session_options.ts";
 import { readCell } from "./input.ts";
 import { LiveEcho, renderJson, renderText, useColor, writeRendered } from "./render.ts";
 import { watchCtrlC } from "./ctrl_c.ts";
-import { attachOptions, ownSessionOptions } from "./session_options.ts";
+import { attachOptions, ownSessionOptions, sessionLimits } from "./session_options.ts";
 import { writeStream } from "./stdio.ts";
 
 export type RunArgs = {
@@ -51,7 +51,8 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
     throw err;
   }
   const flags = { ...ctx.sessionFlags(), python: args.python, timeoutMs: args.timeoutMs, maxOutputBytes: args.maxOutputBytes, autosave: args.autosave };
-  const config = ctx.config();
+  // This command's limits, its flags over the config: settled here, once, for its session and its cell.
+  const limits = sessionLimits(ctx, flags);
   // --display-dir: a directory that cannot be made is said before the cell runs, not after.
   let displayDir: { dir: string; move: (result: ExecResult, dir: string) => string[] } | undefined;
   if (args.displayDir !== undefined) {
@@ -59,8 +60,6 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
     if (args.displayDir.trim() === "") throw usageError("--display-dir needs a directory, not an empty string");
     displayDir = { dir: prepareDisplayDir(resolve(ctx.cwd, args.displayDir)), move: moveDisplayFiles };
   }
-  const timeoutMs = args.timeoutMs ?? config.timeoutMs;
-  const maxOutputBytes = args.maxOutputBytes ?? config.maxOutputBytes;
 
   // Code in C can ignore the interrupt: if the cell has not stopped after the grace period, an
   // ephemeral worker is ended (its state dies with this command anyway) and a named session is left
@@ -75,9 +74,9 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
       process.exit(ExitCode.interrupted);
     },
     stuck: {
-      graceMs: config.graceMs,
+      graceMs: limits.graceMs,
       then() {
-        const waited = `The cell did not stop within ${config.graceMs} ms of Ctrl-C (code in C can ignore interrupts)`;
+        const waited = `The cell did not stop within ${limits.graceMs} ms of Ctrl-C (code in C can ignore interrupts)`;
         if (ephemeral) {
           abandoned = true;
           void writeStream("stderr", `awrepl: ${waited}; ending its worker.\n`);
@@ -92,15 +91,17 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
   let session: ReplSession | RemoteSession | undefined;
   try {
     if (name !== undefined) {
-      session = await attach(name, attachOptions(ctx, flags), early);
+      session = await attach(name, attachOptions(ctx, flags, limits), early);
     } else {
       const { ReplSession } = await import("../session/session.ts");
       // Its display files outlive it (bounded by the caps): the paths printed below must still open.
-      session = ephemeral = await ReplSession.start(EPHEMERAL_ID, { ...ownSessionOptions(ctx, flags), keepDisplayFiles: true });
+      session = ephemeral = await ReplSession.start(EPHEMERAL_ID, { ...ownSessionOptions(ctx, flags, limits), keepDisplayFiles: true });
     }
     if (ctrlC.signal.aborted) return ExitCode.interrupted;
 
+    const { timeoutMs, maxOutputBytes } = limits;
     const live = args.json ? undefined : new LiveEcho(maxOutputBytes, (stream, text) => void writeStream(stream, text));
+    // Sent with the cell: a session that exists already has limits of its own.
     const execOptions: RemoteExecuteOptions = { timeoutMs, maxOutputBytes, signal: ctrlC.signal };
     if (args.file !== undefined && args.file !== "-") execOptions.filename = resolve(args.file);
     // Undecoded: only the head the echo shows is ever decoded, however much the cell prints.

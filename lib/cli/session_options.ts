@@ -1,7 +1,9 @@
-// The one place a command turns its flags and the settings into session options: for a session the
-// supervisor holds (attach) and for a worker of the command's own (an ephemeral `run`, an unnamed
-// `serve`). Small on purpose: `run` loads it on its hot path.
+// The one place a command turns its flags and the settings into session options: its limits (its
+// flags over the config, resolved once: sessionLimits), and the options for a session the supervisor
+// holds (attach) or for a worker of the command's own (an ephemeral `run`, an unnamed `serve`). Small
+// on purpose: `run` loads it on its hot path.
 import type { AttachOptions } from "../client/attach.ts";
+import { type Limits, resolveLimits } from "../core/limits.ts";
 import type { ReplSessionOptions } from "../session/session.ts";
 import type { Settings } from "../settings/context.ts";
 import { type SandboxFlags, sandboxSpec } from "../settings/sandbox_flags.ts";
@@ -18,19 +20,26 @@ export type SessionFlags = SandboxFlags & {
   autosave?: boolean;
 };
 
+/** The limits of a command's session and calls: its flags over the config (the CLI's edge). */
+export function sessionLimits(settings: Settings, flags: SessionFlags = {}): Limits {
+  return resolveLimits(settings.config(), { timeoutMs: flags.timeoutMs, maxOutputBytes: flags.maxOutputBytes });
+}
+
 /**
  * How a named session is created if it does not exist yet (an existing one keeps its interpreter,
  * sandbox, directory and environment). The config's interpreter (AWREPL_PYTHON, the config file) is
  * only a default: unlike --python it does not replace the one a restored session was created with.
+ * `limits`: the command's, when it resolved them already.
  */
-export function attachOptions(settings: Settings, flags: SessionFlags = {}): AttachOptions {
+export function attachOptions(settings: Settings, flags: SessionFlags = {}, limits: Limits = sessionLimits(settings, flags)): AttachOptions {
   const config = settings.config();
   const options: AttachOptions = {
     python: flags.python,
     defaultPython: config.python,
-    timeoutMs: flags.timeoutMs ?? config.timeoutMs,
-    maxOutputBytes: flags.maxOutputBytes ?? config.maxOutputBytes,
-    graceMs: config.graceMs,
+    // What a session created by this call keeps; the supervisor's config has the rest of its limits.
+    timeoutMs: limits.timeoutMs,
+    maxOutputBytes: limits.maxOutputBytes,
+    graceMs: limits.graceMs,
     autosave: flags.autosave || config.autosave,
     cwd: settings.cwd,
     layout: settings.layout,
@@ -41,20 +50,14 @@ export function attachOptions(settings: Settings, flags: SessionFlags = {}): Att
   return options;
 }
 
-/** The same, for a worker the command starts itself and ends on its way out. */
-export function ownSessionOptions(settings: Settings, flags: SessionFlags = {}): ReplSessionOptions {
+/** The same, for a worker the command starts itself and ends on its way out: it gets every limit. */
+export function ownSessionOptions(settings: Settings, flags: SessionFlags = {}, limits: Limits = sessionLimits(settings, flags)): ReplSessionOptions {
   const config = settings.config();
   const options: ReplSessionOptions = {
+    ...limits,
     python: flags.python ?? config.python,
-    timeoutMs: flags.timeoutMs ?? config.timeoutMs,
-    maxOutputBytes: flags.maxOutputBytes ?? config.maxOutputBytes,
-    graceMs: config.graceMs,
     cwd: settings.cwd,
     home: settings.layout.home,
-    displayMaxFiles: config.displayMaxFiles,
-    displayMaxBytes: config.displayMaxBytes,
-    displayMaxEntries: config.displayMaxEntries,
-    displayMaxPayloadBytes: config.displayMaxPayloadBytes,
     figureFormat: config.figureFormat,
   };
   const sandbox = sandboxSpec(settings, flags);

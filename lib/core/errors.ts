@@ -69,3 +69,9 @@ export class AwreplError extends Error {
 export function usageError(message: string): AwreplError {
   return new AwreplError("usage", message);
 }
+
+/** `err` as an AwreplError: itself when it is one, else an `internal` error carrying its message. */
+export function asAwreplError(err: unknown): AwreplError {
+  if (err instanceof AwreplError) return err;
+  return new AwreplError("internal", (err as Error)?.message ?? String(err));
+}

@@ -136,7 +136,7 @@ export function checkLimits(options: Partial<Record<NumberKey, unknown>>, prefix
 
 /**
  * A whole number from the command line or the environment (`--timeout 5000`, AWREPL_TIMEOUT_MS), checked
- * as setting `key`; null when `text` is not a plain non-negative whole number.
+ * as `key` is (a duration is at most MAX_DELAY_MS); a problem when `text` is not a plain non-negative whole number.
  */
 export function parseCount(text: string, key: NumberKey): { value: number } | { problem: string } {
   const trimmed = text.trim();

@@ -1,6 +1,6 @@
-// Processes seen from the host: is one alive, and ending a whole process group at once (a worker and
-// everything its cells started). Light on imports: the CLI's hot path loads it.
-// (node:fs is loaded where it is used, not at the top: lib/core/fastio.ts says what it costs.)
+// Processes seen from the host: is one alive, how much memory it holds, and ending a whole process
+// group at once (a worker and everything its cells started). Light on imports: the CLI's hot path
+// loads it. (node:fs is loaded where it is used, not at the top: lib/core/fastio.ts says what it costs.)
 import type { ChildProcess } from "node:child_process";
 import { builtin } from "./fastio.ts";
 
@@ -37,4 +37,22 @@ export function killGroup(pid: number, child?: ChildProcess): void {
       // Nothing left to kill.
     }
   }
+}
+
+/** Resident memory of a process in bytes, or null when it cannot be read (gone, not ours, another platform). */
+export function processRss(pid: number): number | null {
+  try {
+    if (process.platform === "linux") {
+      const m = /VmRSS:\s+(\d+)\s+kB/.exec(builtin("node:fs").readFileSync(`/proc/${pid}/status`, "utf8"));
+      return m ? Number(m[1]) * 1024 : null;
+    }
+    if (process.platform === "darwin") {
+      const { execFileSync } = process.getBuiltinModule("node:child_process");
+      const kb = Number(execFileSync("ps", ["-o", "rss=", "-p", String(pid)], { encoding: "utf8" }).trim());
+      return Number.isFinite(kb) && kb > 0 ? kb * 1024 : null;
+    }
+  } catch {
+    // gone, or not ours to read
+  }
+  return null;
 }

@@ -15,6 +15,7 @@
 // send parallel tool calls) are not refused: the supervisor queues them in arrival order.
 import type { Collected, RemoteSession } from "../client/attach.ts";
 import { AwreplError } from "../core/errors.ts";
+import type { CallLimits } from "../core/limits.ts";
 import type { ExecResult } from "../protocol/result.ts";
 import { Cell, ElsewhereCell, type ProgressSource, waitWithProgress } from "./cells.ts";
 import { type ContentOptions, emptyResult, execContent, idleContent, runningContent, type ToolResult, withNotice } from "./content.ts";
@@ -25,9 +26,8 @@ import type { RunArgs, SessionArgs, WaitArgs } from "./schemas.ts";
 const INTERRUPT_COLLECT_MS = 3_000;
 
 export type CellToolsOptions = ContentOptions & {
-  /** Per-cell timeout when the call gives none (the config's). */
-  timeoutMs: number;
-  maxOutputBytes: number;
+  /** A cell's timeout (the config's) and output cap (the server's) when its call gives none. */
+  cell: CallLimits;
   waitMs: number;
   heartbeatMs?: number;
   /** The session a call names (or the default), and the connection to it that sends cells. */
@@ -68,7 +68,7 @@ export class CellTools {
       const status = old.result?.status ?? (kept?.state === "done" ? kept.result.status : "unknown");
       if (!old.stopping) notice = `The previous cell (started ${ago(old.startedAt)}) finished with status ${status}; its result was not collected.`;
     }
-    const cell = new Cell(name, remote, a.code, { timeoutMs: a.timeout_ms ?? this.o.timeoutMs, maxOutputBytes: a.max_output ?? this.o.maxOutputBytes });
+    const cell = new Cell(name, remote, a.code, { timeoutMs: a.timeout_ms ?? this.o.cell.timeoutMs, maxOutputBytes: a.max_output ?? this.o.cell.maxOutputBytes });
     this.cells.set(name, [...(this.cells.get(name) ?? []), cell]);
     const outcome = await waitWithProgress(cell.finished, {
       waitMs: a.wait_ms ?? this.o.waitMs,

@@ -11,6 +11,7 @@
 // them and shows the message. A cancelled call (notifications/cancelled) cancels the execute request:
 // the supervisor interrupts the cell (or drops it if still queued) and the session keeps its state.
 import type { DetachedCell, RemoteSession } from "../client/attach.ts";
+import type { CallLimits } from "../core/limits.ts";
 import type { DisplayItem, ExecResult } from "../protocol/result.ts";
 import { emptyResult } from "./content.ts";
 
@@ -73,11 +74,11 @@ export class Cell implements ProgressSource {
     readonly session: string,
     remote: RemoteSession,
     code: string,
-    options: { timeoutMs?: number; maxOutputBytes: number },
+    limits: CallLimits,
   ) {
     this.call = remote.executeDetached(code, {
-      timeoutMs: options.timeoutMs,
-      maxOutputBytes: options.maxOutputBytes,
+      timeoutMs: limits.timeoutMs,
+      maxOutputBytes: limits.maxOutputBytes,
       liveLimit: LIVE_LIMIT_BYTES,
       signal: this.abort.signal,
       onOutput: (stream, text) => this.onOutput(stream, text),

@@ -6,6 +6,7 @@
 import type { McpServer } from "@modelcontextprotocol/server";
 import { type AttachOptions, attach, type RemoteSession } from "../client/attach.ts";
 import { closeSession, interruptSession, listSessions } from "../client/daemon.ts";
+import type { CallLimits } from "../core/limits.ts";
 import { savedSessionNames } from "../session/snapshot_files.ts";
 import type { HomeLayout } from "../settings/home.ts";
 import { CellTools } from "./cell_tools.ts";
@@ -17,8 +18,8 @@ export type ToolsOptions = {
   defaultSession: string;
   /** How a session is created when a call finds none (interpreter, directory, environment, config defaults). */
   attach: AttachOptions & { layout: HomeLayout; clientEnv: NodeJS.ProcessEnv };
-  timeoutMs: number;
-  maxOutputBytes: number;
+  /** What a cell runs under unless its call asks otherwise (`timeout_ms`, `max_output`). */
+  cell: CallLimits;
   waitMs: number;
   maxImageBytes: number;
   heartbeatMs?: number;
@@ -26,12 +27,13 @@ export type ToolsOptions = {
 };
 
 /** What the server tells the host about itself (`instructions` of the initialize reply). */
-export function instructions(o: Pick<ToolsOptions, "timeoutMs" | "waitMs">): string {
+export function instructions(o: Pick<ToolsOptions, "cell" | "waitMs">): string {
   const s = (ms: number) => `${ms / 1000} s`;
+  const { timeoutMs } = o.cell;
   return `awrepl runs Python in persistent sessions: variables, imports and open files survive between calls.
 Use \`run\` for code; the trailing expression's repr comes back as \`value\`. A cell still running after wait_ms
 (default ${s(o.waitMs)}) returns status "running" and keeps going: call \`wait\` to collect it or \`interrupt\` to stop it.
-Nothing is lost if this server restarts meanwhile. Cells time out after timeout_ms (default ${o.timeoutMs ? s(o.timeoutMs) : "none"}):
+Nothing is lost if this server restarts meanwhile. Cells time out after timeout_ms (default ${timeoutMs ? s(timeoutMs) : "none"}):
 pass a larger value, or 0, for long work. Sessions are shared with people and other tools (\`awrepl -s NAME serve\`).`;
 }
 
@@ -57,7 +59,7 @@ export class Tools {
       remote: (name) => this.remote(name, false),
       interruptSession: (name) => interruptSession(name, this.client()),
     });
-    this.args = S.argumentSchemas({ waitMs: o.waitMs, timeoutMs: o.timeoutMs, maxOutputBytes: o.maxOutputBytes });
+    this.args = S.argumentSchemas({ waitMs: o.waitMs, ...o.cell });
   }
 
   get defaultSession(): string {

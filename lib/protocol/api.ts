@@ -56,12 +56,13 @@ export type SessionOptions = {
 export type ExecuteOptions = {
   /** The file the code came from (`run -f`): tracebacks name it and `__file__` is set while it runs. */
   filename?: string;
+  /** This call's timeout (covering its wait for its turn) and output cap, instead of the session's. */
   timeoutMs?: number;
   maxOutputBytes?: number;
   /** Live output as the cell produces it (before truncation is applied to the result). */
   onOutput?: (stream: "stdout" | "stderr", text: string) => void;
   onDisplay?: (item: DisplayItem) => void;
-  /** Aborting interrupts the cell (Ctrl-C, a client that went away). */
+  /** Aborting (Ctrl-C, a client that went away) withdraws the call while it waits for its turn (it never runs), and interrupts the cell once it runs. */
   signal?: AbortSignal;
   /**
    * Answers the cell's `await awrepl.host_request(data)`: what it returns (or resolves) is the data the

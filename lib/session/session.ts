@@ -3,16 +3,19 @@
 // fresh worker after a death, with the loss of state said in the next result's `notice` — or, when
 // the session has a snapshot, the fresh worker restored from it and the result saying which state it
 // went back to. Opt-in autosave snapshots after every cell that changed the namespace.
-// Calls run one at a time in arrival order (call_queue.ts); interrupt() bypasses the queue. The
-// worker's situation and what the next result says once are session_state.ts's.
+// Calls run one at a time in arrival order, each waiting its turn no longer than its timeout, and a
+// withdrawn one never runs (call_queue.ts: the session's one queue, whoever holds the session);
+// interrupt() bypasses the queue. The limits are resolved once, in start() (lib/core/limits.ts
+// resolveLimits), and kept whole. The worker's situation and what the next result says once are
+// session_state.ts's.
 import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
-import { CallQueue } from "./call_queue.ts";
-import { CellRecorder, type LiveOutput, type NeverRan, neverRanResult } from "./cell.ts";
+import { CallQueue, MissedTurn, type Turn } from "./call_queue.ts";
+import { CellRecorder, type LiveOutput, neverRanResult } from "./cell.ts";
 import { DisplayFiles, displayFolder } from "./display.ts";
 import { CellDisplays } from "./display_entries.ts";
 import { AwreplError } from "../core/errors.ts";
-import { byteLimit, checkLimits, DEFAULTS, FIGURE_FORMATS, type FigureFormat } from "../core/limits.ts";
+import { byteLimit, type CallLimits, checkLimits, DEFAULTS, FIGURE_FORMATS, type FigureFormat, type Limits, resolveLimits } from "../core/limits.ts";
 import { OutputCollector } from "./output.ts";
 import { ensurePrivateDir, stateDir } from "../settings/home.ts";
 import { passedOver, sandboxWrittenRoot } from "../settings/sandbox_written.ts";
@@ -32,7 +35,11 @@ import { type WorkerFactsReport, workerFacts } from "../worker/facts.ts";
 
 export { manifestPath } from "./snapshot_files.ts";
 
-export type ReplSessionOptions = SessionOptions & {
+/**
+ * SessionOptions, and the rest of the limits (Limits: the snapshot caps, the display caps), each
+ * defaulting to DEFAULTS' value.
+ */
+export type ReplSessionOptions = SessionOptions & Partial<Limits> & {
   /**
    * Warm spare workers shared by the sessions of a long-lived host (the supervisor): a session takes
    * a matching spare instead of starting Python, and starts the next spare once it is ready.
@@ -44,15 +51,6 @@ export type ReplSessionOptions = SessionOptions & {
    * aside (`*.corrupt-<time>`) and the session starts fresh, which that result's `notice` says.
    */
   restoreOnStart?: boolean;
-  /** Size caps of every snapshot (total payload, one name); names over them are reported as skipped. */
-  snapshotMaxBytes?: number;
-  snapshotMaxVariableBytes?: number;
-  /** Caps of the session's display-file folder (files, bytes; the oldest go first) and of each cell's display entries; 0 = no limit. */
-  displayMaxFiles?: number;
-  displayMaxBytes?: number;
-  displayMaxEntries?: number;
-  /** One display payload's cap in bytes (left out past it, said in the entry's `error`); 0 = no limit. */
-  displayMaxPayloadBytes?: number;
   /** How matplotlib figures are rendered: "png" (default) or "svg". */
   figureFormat?: FigureFormat;
   /**
@@ -69,8 +67,14 @@ export type ReplSessionOptions = SessionOptions & {
   snapshotTransfer?: SnapshotTransfer;
 };
 
+/**
+ * What a host may say about any one call: `signal` withdraws it while it waits for its turn (it never
+ * runs) and interrupts it once it runs; `onStart` runs as it gets its turn (call_queue.ts).
+ */
+export type CallOptions = Pick<Turn, "signal" | "onStart">;
+
 /** Per call: `timeoutMs` overrides the session's deadline for one snapshot or restore. */
-export type SnapshotCallOptions = {
+export type SnapshotCallOptions = CallOptions & {
   timeoutMs?: number;
   /** A name that takes longer than this to pickle is skipped (and listed), not the whole snapshot. */
   maxVariableMs?: number;
@@ -97,32 +101,26 @@ type ControlExtras = {
   /** The bytes that follow the request (a restore from the host), made afresh for each worker it is sent to. */
   payload?: () => AsyncIterable<Uint8Array>;
 };
-type CellOptions = ExecuteOptions &
-  Pick<LiveOutput, "onRawOutput"> & {
-    /** How long the call already waited for its turn elsewhere (the supervisor's queue): its timeout covers that too. */
-    queuedMs?: number;
-  };
+type CellOptions = ExecuteOptions & Pick<LiveOutput, "onRawOutput"> & Pick<CallOptions, "onStart">;
+
+/** What start() resolves once for the constructor: nothing below it falls back to a default. */
+type Resolved = { home: string; cwd: string; interpreter: Interpreter; env: NodeJS.ProcessEnv; limits: Limits; figureFormat: FigureFormat };
 
 export class ReplSession implements Session {
   readonly id: string;
   readonly home: string;
   readonly interpreter: Interpreter;
-  readonly timeoutMs: number;
-  readonly maxOutputBytes: number;
-  readonly graceMs: number;
+  /** The session's limits; a call's own timeout or output cap beats them for that call. */
+  readonly limits: Limits;
   readonly cwd: string;
   /** Snapshot after every cell that changed the namespace; a host may switch it on later. */
   autosave: boolean;
-  readonly snapshotMaxBytes: number;
-  readonly snapshotMaxVariableBytes: number;
   readonly startedAt = Date.now();
   lastActiveAt = Date.now();
   cellsRun = 0;
 
   private readonly spec: WorkerSpec;
   private readonly displays: DisplayFiles;
-  readonly displayMaxEntries: number;
-  private readonly displayPayloadCap: number;
   readonly figureFormat: FigureFormat;
   /** The worker's situation; it changes only through become(). */
   private slot: WorkerSlot = { state: "none" };
@@ -136,36 +134,27 @@ export class ReplSession implements Session {
   /** Output that arrived between cells (background threads): it opens the next cell's output. */
   private stray: OutputCollector | null = null;
 
-  private constructor(id: string, options: ReplSessionOptions, home: string, interpreter: Interpreter, env: NodeJS.ProcessEnv) {
+  private constructor(id: string, options: ReplSessionOptions, resolved: Resolved) {
+    const { home, cwd, interpreter, env, limits } = resolved;
     this.id = id;
     this.home = home;
     this.interpreter = interpreter;
-    this.timeoutMs = options.timeoutMs ?? DEFAULTS.timeoutMs;
-    this.maxOutputBytes = options.maxOutputBytes ?? DEFAULTS.maxOutputBytes;
-    this.graceMs = options.graceMs ?? DEFAULTS.graceMs;
-    this.cwd = resolve(options.cwd ?? process.cwd());
+    this.limits = limits;
+    this.cwd = cwd;
     this.autosave = options.autosave ?? false;
-    this.snapshotMaxBytes = options.snapshotMaxBytes ?? DEFAULTS.snapshotMaxBytes;
-    this.snapshotMaxVariableBytes = options.snapshotMaxVariableBytes ?? DEFAULTS.snapshotMaxVariableBytes;
-    this.spec = { home, interpreter, cwd: this.cwd, env, spares: options.spares ?? null, sandbox: options.sandbox ?? null };
+    this.spec = { home, interpreter, cwd, env, spares: options.spares ?? null, sandbox: options.sandbox ?? null };
     const kept = options.keepDisplayFiles ?? false;
     this.displays = new DisplayFiles(
       displayFolder(home, id, kept),
       id,
-      {
-        maxFiles: options.displayMaxFiles ?? DEFAULTS.displayMaxFiles,
-        maxBytes: options.displayMaxBytes ?? DEFAULTS.displayMaxBytes,
-        maxPayloadBytes: options.displayMaxPayloadBytes ?? DEFAULTS.displayMaxPayloadBytes,
-      },
+      { maxFiles: limits.displayMaxFiles, maxBytes: limits.displayMaxBytes, maxPayloadBytes: limits.displayMaxPayloadBytes },
       kept,
     );
-    this.displayMaxEntries = options.displayMaxEntries ?? DEFAULTS.displayMaxEntries;
-    this.displayPayloadCap = options.displayMaxPayloadBytes ?? DEFAULTS.displayMaxPayloadBytes;
-    this.figureFormat = options.figureFormat ?? DEFAULTS.figureFormat;
+    this.figureFormat = resolved.figureFormat;
     this.snapshots = new SessionSnapshots(
       id,
       home,
-      { maxBytes: this.snapshotMaxBytes, maxVariableBytes: this.snapshotMaxVariableBytes },
+      { maxBytes: limits.snapshotMaxBytes, maxVariableBytes: limits.snapshotMaxVariableBytes },
       options.snapshotTransfer ?? (options.sandbox || !interpreter.local ? "stream" : "path"),
       (body, options) => this.control(body, false, options.recoverOnKill ?? true, options),
       (text) => this.notices.note(text),
@@ -178,10 +167,13 @@ export class ReplSession implements Session {
     });
   }
 
-  /** Resolves the interpreter, starts the worker and waits for its handshake. */
+  /**
+   * Resolves the interpreter, starts the worker and waits for its handshake. The library's edge: the
+   * options are laid over the defaults here, once (a host passes what it resolved itself).
+   */
   static async start(id: string, options: ReplSessionOptions = {}): Promise<ReplSession> {
     checkSessionName(id);
-    checkLimits(options);
+    const limits = resolveLimits(options);
     if (options.figureFormat !== undefined && !FIGURE_FORMATS.includes(options.figureFormat)) {
       throw new AwreplError("usage", `figureFormat must be "png" or "svg", not ${JSON.stringify(options.figureFormat)}`);
     }
@@ -189,7 +181,7 @@ export class ReplSession implements Session {
     const env = options.env ? { ...process.env, ...options.env } : process.env;
     const cwd = workingDirectory(options.cwd);
     const interpreter = await resolveInterpreter({ python: options.python, env, cwd, home });
-    const session = new ReplSession(id, options, home, interpreter, env);
+    const session = new ReplSession(id, options, { home, cwd, interpreter, env, limits, figureFormat: options.figureFormat ?? DEFAULTS.figureFormat });
     for (const notice of interpreter.notices ?? []) session.notices.note(notice);
     // The worker keeps the cwd off sys.path there (lib/worker/launch.ts): say why an import fails.
     const written = !options.sandbox && interpreter.local ? sandboxWrittenRoot(home, cwd) : null;
@@ -244,9 +236,10 @@ export class ReplSession implements Session {
   }
 
   /**
-   * `onRawOutput` (not part of Session) gets live output undecoded: the supervisor forwards it as is.
-   * The timeout covers the wait for the call's turn too: a call still waiting when it runs out never
-   * runs, nor does one whose signal aborts while it waits; the result says so (neverRanResult).
+   * `onRawOutput` (not part of Session) gets live output undecoded: the supervisor forwards it as is;
+   * `onStart` runs as the call gets its turn. The timeout covers the wait for the call's turn too: a
+   * call still waiting when it runs out never runs, nor does one whose signal aborts before its turn;
+   * the result says so (neverRanResult).
    */
   execute(code: string, options: CellOptions = {}): Promise<ExecResult> {
     if (typeof code !== "string") return Promise.reject(new AwreplError("usage", `Code must be a string, not ${typeof code}`));
@@ -255,52 +248,63 @@ export class ReplSession implements Session {
     } catch (err) {
       return Promise.reject(err);
     }
-    const timeoutMs = options.timeoutMs ?? this.timeoutMs;
-    const arrived = performance.now() - (options.queuedMs ?? 0);
+    // The call's own limits, else the session's: settled here, once, for its wait and its run.
+    const limits: CallLimits = { timeoutMs: options.timeoutMs ?? this.limits.timeoutMs, maxOutputBytes: options.maxOutputBytes ?? this.limits.maxOutputBytes };
     const call = new Promise<ExecResult>((resolveResult, rejectResult) => {
-      let turn: "waiting" | "started" | "gone" = "waiting";
-      let stopWaiting = () => {};
-      const giveUp = (reason: NeverRan) => {
-        if (turn !== "waiting") return;
-        turn = "gone";
-        stopWaiting();
-        resolveResult(neverRanResult(this.id, performance.now() - arrived, reason));
-      };
       this.calls
-        .add(async (): Promise<ExecResult | undefined> => {
-          if (turn === "gone") return undefined;
-          const waited = performance.now() - arrived;
-          if (timeoutMs > 0 && waited >= timeoutMs) return void giveUp({ why: "timeout", timeoutMs });
-          turn = "started";
-          stopWaiting();
-          const { result, lostWorker } = await this.runCell(code, options, waited);
-          // A cell that lost its worker left nothing new to save (and its replacement may be empty).
-          if (!this.autosave || lostWorker || this.slot.state !== "ready") return result;
-          // The result goes back at once; the autosave runs after it in the same turn of the queue, so
-          // the next call (and a kill it may cause) only ever finds the namespace saved.
-          resolveResult(result);
-          await this.snapshots.autosave(() => this.closed);
-          return result;
-        })
-        // Settled after the queue has counted this call done: the caller's next call starts at once.
-        .then((result) => result && resolveResult(result), rejectResult);
-      // Behind another call: bounded by the timeout, and withdrawn by an abort.
-      if (turn === "waiting") stopWaiting = boundWait(timeoutMs, timeoutMs - (performance.now() - arrived), options.signal, giveUp);
+        .add(
+          async (waitedMs) => {
+            const { result, lostWorker } = await this.runCell(code, options, limits, waitedMs);
+            // A cell that lost its worker left nothing new to save (and its replacement may be empty).
+            if (!this.autosave || lostWorker || this.slot.state !== "ready") return result;
+            // The result goes back at once; the autosave runs after it in the same turn of the queue, so
+            // the next call (and a kill it may cause) only ever finds the namespace saved.
+            resolveResult(result);
+            await this.snapshots.autosave(() => this.closed);
+            return result;
+          },
+          { waitMs: limits.timeoutMs, signal: options.signal, onStart: options.onStart },
+        )
+        .then(resolveResult, (err: unknown) => (err instanceof MissedTurn ? resolveResult(neverRanResult(this.id, err.waitedMs, err.reason)) : rejectResult(err)));
     });
     // A caller may await it later (after a close() that rejects it, say): not an unhandled rejection meanwhile.
     call.catch(() => {});
     return call;
   }
 
+  /**
+   * Runs `task` in this session's order, as one of its calls: once every call before it has settled
+   * (a host's own step in the order: the supervisor's `open`). `options.signal` withdraws it while it
+   * waits (rejected with code `cancelled`) and interrupts the request it runs once it has started.
+   */
+  inTurn<T>(task: () => Promise<T>, options: CallOptions = {}): Promise<T> {
+    const { signal } = options;
+    return this.calls
+      .add(
+        async () => {
+          // Its caller went away (or withdrew it) while it runs: a listing stuck in a __repr__ is interrupted too.
+          const onAbort = () => void this.interrupt();
+          signal?.addEventListener("abort", onAbort, { once: true });
+          try {
+            return await task();
+          } finally {
+            signal?.removeEventListener("abort", onAbort);
+          }
+        },
+        { signal, onStart: options.onStart },
+      )
+      .catch((err: unknown) => {
+        throw err instanceof MissedTurn ? missedTurnError(this.id, err) : err;
+      });
+  }
 
-
-  async variables(): Promise<Record<string, string>> {
-    const done = await this.calls.add(() => this.control({ type: "variables" }));
+  async variables(options: CallOptions = {}): Promise<Record<string, string>> {
+    const done = await this.inTurn(() => this.control({ type: "variables" }), options);
     return done.variables ?? {};
   }
 
-  async inspect(name: string): Promise<InspectInfo> {
-    const done = await this.calls.add(() => this.control({ type: "inspect", name }, false));
+  async inspect(name: string, options: CallOptions = {}): Promise<InspectInfo> {
+    const done = await this.inTurn(() => this.control({ type: "inspect", name }, false), options);
     if (done.status !== "ok" || !done.info) {
       const detail = done.reason && !done.reason.includes("not defined") ? ` (${done.reason})` : "";
       throw new AwreplError("name_not_found", `Name ${JSON.stringify(name)} is not defined in session ${this.id}${detail}`);
@@ -308,8 +312,8 @@ export class ReplSession implements Session {
     return done.info;
   }
 
-  async reset(): Promise<void> {
-    await this.calls.add(() => this.control({ type: "reset" }));
+  async reset(options: CallOptions = {}): Promise<void> {
+    await this.inTurn(() => this.control({ type: "reset" }), options);
   }
 
   /** Something the next execute's result says once (`notice`): a host's word about how the session was made. */
@@ -321,13 +325,13 @@ export class ReplSession implements Session {
     if (this.running) interruptByUser(this.running);
   }
 
-  async complete(code: string, cursor?: number): Promise<string[]> {
-    const done = await this.calls.add(() => this.control(cursor === undefined ? { type: "complete", code } : { type: "complete", code, cursor }));
+  async complete(code: string, cursor?: number, options: CallOptions = {}): Promise<string[]> {
+    const done = await this.inTurn(() => this.control(cursor === undefined ? { type: "complete", code } : { type: "complete", code, cursor }), options);
     return done.matches ?? [];
   }
 
-  async isComplete(code: string): Promise<{ status: CompletenessStatus; indent: string }> {
-    const done = await this.calls.add(() => this.control({ type: "is_complete", code }, false));
+  async isComplete(code: string, options: CallOptions = {}): Promise<{ status: CompletenessStatus; indent: string }> {
+    const done = await this.inTurn(() => this.control({ type: "is_complete", code }, false), options);
     const status = done.status === "complete" || done.status === "incomplete" || done.status === "invalid" ? done.status : "invalid";
     return { status, indent: done.indent ?? "" };
   }
@@ -342,7 +346,7 @@ export class ReplSession implements Session {
    * are over the size caps are listed in `skipped` with a reason; they never fail the snapshot.
    */
   snapshot(path?: string, options: SnapshotCallOptions = {}): Promise<SnapshotReport> {
-    return this.calls.add(() => this.snapshots.write(this.snapshotTarget(path), options.timeoutMs, options.maxVariableMs));
+    return this.inTurn(() => this.snapshots.write(this.snapshotTarget(path), options.timeoutMs, options.maxVariableMs), options);
   }
 
   /**
@@ -350,17 +354,17 @@ export class ReplSession implements Session {
    * fail are listed in `failed`. A default snapshot that cannot be read is moved aside.
    */
   restore(path?: string, options: SnapshotCallOptions = {}): Promise<RestoreReport> {
-    return this.calls.add(async () => {
+    return this.inTurn(async () => {
       const target = this.snapshotTarget(path);
       const outcome = await this.snapshots.read(target, true, options.timeoutMs);
       if ("report" in outcome) return outcome.report;
       if (outcome.missing) throw new AwreplError("restore_failed", `No snapshot at ${target}`);
       throw new AwreplError("restore_failed", `Restore of session ${this.id} from ${target} failed: ${outcome.error}`);
-    });
+    }, options);
   }
 
   /**
-   * Stops the worker (shutdown, then a kill after a short wait). Pending and later calls are refused.
+   * Stops the worker (shutdown, then a kill after a short wait). Waiting and later calls are refused.
    * Its display files go with it, unless `keepFiles`: a host that closes a session it will bring back
    * from its snapshot (a supervisor stopping or parking it) keeps the files whose paths it handed out.
    */
@@ -370,10 +374,12 @@ export class ReplSession implements Session {
     const closing = (async () => {
       // A worker still starting is closed by its start (it finds the session closed).
       const worker = slot.state === "ready" ? slot.worker : slot.state === "starting" ? await slot.started.catch(() => null) : null;
-      if (worker) await worker.close(Math.min(this.graceMs, 1000));
+      if (worker) await worker.close(Math.min(this.limits.graceMs, 1000));
       if (!options.keepFiles) this.displays.remove();
     })();
     this.become({ state: "closed", closing });
+    // The calls still waiting never run: refused now, not one by one as their turns come.
+    this.calls.refuseWaiting(closedError(this.id));
     return closing;
   }
 
@@ -430,7 +436,7 @@ export class ReplSession implements Session {
   private workerListeners(): WorkerListeners {
     return {
       onUnclaimedOutput: (stream, text) => {
-        (this.stray ??= new OutputCollector(this.maxOutputBytes)).add(stream, text);
+        (this.stray ??= new OutputCollector(this.limits.maxOutputBytes)).add(stream, text);
       },
       // The worker is passed in: it may exit before start() returns it.
       onExit: (exit, exited) => this.lose(exited, { killed: exited.wasKilled, exit }),
@@ -504,7 +510,7 @@ export class ReplSession implements Session {
       handlers ??= options.handlers?.();
       const pending = worker.request(body, handlers, options.payload?.());
       options.onSent?.(worker, worker.lastId);
-      const call = watchDeadline(worker, worker.lastId, timeoutMs, this.graceMs);
+      const call = watchDeadline(worker, worker.lastId, timeoutMs, this.limits.graceMs);
       // interrupt() reaches any request (a client that went away, say), unless it runs inside a
       // cell's turn (an autosave), which interrupt() already targets.
       const own = this.running === null;
@@ -537,7 +543,7 @@ export class ReplSession implements Session {
    * `extra.onSent` runs once the request is written (a restore's payload follows it).
    */
   private async control(body: RequestBody, okOnly = true, recoverOnKill = true, extra: ControlExtras = {}): Promise<DoneEvent> {
-    const timeoutMs = extra.timeoutMs ?? this.timeoutMs;
+    const timeoutMs = extra.timeoutMs ?? this.limits.timeoutMs;
     const handlers = extra.handlers;
     const { done, error, call, worker } = await this.send(body, timeoutMs, { retry: recoverOnKill, handlers: handlers && (() => handlers), onSent: extra.onSent, payload: extra.payload });
     if (done === null) {
@@ -560,20 +566,19 @@ export class ReplSession implements Session {
     return done;
   }
 
-  /** Runs one cell; `waitedMs` of its timeout went to waiting for its turn. */
-  private async runCell(code: string, options: CellOptions, waitedMs: number): Promise<{ result: ExecResult; lostWorker: boolean }> {
-    const limits = { timeoutMs: options.timeoutMs ?? this.timeoutMs, graceMs: this.graceMs };
+  /** Runs one cell under its call's limits (`own`); `waitedMs` of its timeout went to waiting for its turn. */
+  private async runCell(code: string, options: CellOptions, own: CallLimits, waitedMs: number): Promise<{ result: ExecResult; lostWorker: boolean }> {
+    const limits = { timeoutMs: own.timeoutMs, graceMs: this.limits.graceMs };
     const deadline = limits.timeoutMs > 0 ? Math.max(1, limits.timeoutMs - waitedMs) : 0;
     // `filename` (run -f): the runtime names the file in tracebacks and sets __file__ for the cell.
     const request: RequestBody = options.filename ? { type: "execute", code, filename: options.filename } : { type: "execute", code };
     // The runtime stops building display entries past the cap (1,000 figures are not all rendered).
-    if (this.displayMaxEntries > 0) request.max_display_entries = this.displayMaxEntries;
+    if (this.limits.displayMaxEntries > 0) request.max_display_entries = this.limits.displayMaxEntries;
     if (this.figureFormat !== "png") request.figure_format = this.figureFormat;
     // Always sent: the runtime reads a missing field as its own default, not as "no limit".
-    request.max_display_payload_bytes = this.displayPayloadCap;
-    const limit = options.maxOutputBytes ?? this.maxOutputBytes;
+    request.max_display_payload_bytes = this.limits.displayMaxPayloadBytes;
     const sent = await this.send(request, deadline, {
-      handlers: () => this.cellRecorder(limit, options),
+      handlers: () => this.cellRecorder(own.maxOutputBytes, options),
       signal: options.signal,
     });
     const { done, call, worker } = sent;
@@ -602,7 +607,7 @@ export class ReplSession implements Session {
    * output: in the result, and live, so that a live echo shows it once and in its place.
    */
   private cellRecorder(limit: number, live: LiveOutput): CellRecorder {
-    const displays = new CellDisplays(this.displays, this.displayMaxEntries, limit);
+    const displays = new CellDisplays(this.displays, this.limits.displayMaxEntries, limit);
     const stray = this.stray;
     if (!stray) return new CellRecorder(new OutputCollector(limit), displays, live);
     this.stray = null;
@@ -624,22 +629,10 @@ export class ReplSession implements Session {
   }
 }
 
-/**
- * Gives up on a call waiting for its turn when its timeout (`timeoutMs`, 0 = none; `leftMs` of it
- * left) runs out or when `signal` aborts; returns the disarm.
- */
-function boundWait(timeoutMs: number, leftMs: number, signal: AbortSignal | undefined, giveUp: (reason: NeverRan) => void): () => void {
-  if (signal?.aborted) {
-    giveUp({ why: "withdrawn" });
-    return () => {};
-  }
-  const timer = timeoutMs > 0 ? setTimeout(() => giveUp({ why: "timeout", timeoutMs }), Math.max(0, leftMs)) : undefined;
-  const onAbort = () => giveUp({ why: "withdrawn" });
-  signal?.addEventListener("abort", onAbort, { once: true });
-  return () => {
-    clearTimeout(timer);
-    signal?.removeEventListener("abort", onAbort);
-  };
+/** A non-execute call that never got its turn (an execute's result says so instead: neverRanResult). */
+function missedTurnError(id: string, missed: MissedTurn): AwreplError {
+  if (missed.reason.why === "withdrawn") return new AwreplError("cancelled", `Withdrawn before it ran (it waited for its turn in session ${id})`);
+  return new AwreplError("timeout", `The call waited ${missed.reason.timeoutMs} ms for its turn in session ${id} and never ran`);
 }
 
 /** The worker's working directory, absolute; one that does not exist is the caller's error, said as such. */

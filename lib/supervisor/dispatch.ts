@@ -1,10 +1,11 @@
 // What the supervisor does with one request line: hello and stop first (they work across versions),
 // then requests that act at once (interrupt, cancel, collect, keep_result, close, list, status: never
-// queued behind a cell), and everything else in its session's FIFO (session_table.ts). Every request
-// gets exactly one final reply, `result`, `ok` or `error`, with its id; a failure in one request never
-// reaches another.
+// queued behind a cell), and everything else in its session's queue (handed over by session_table.ts,
+// which keeps who owns which call; how a call waits its turn is lib/session/call_queue.ts's). Every
+// request gets exactly one final reply, `result`, `ok` or `error`, with its id; a failure in one
+// request never reaches another.
 import { existsSync } from "node:fs";
-import { AwreplError } from "../core/errors.ts";
+import { AwreplError, asAwreplError } from "../core/errors.ts";
 import { byteLimit } from "../core/limits.ts";
 import { AWREPL_VERSION, buildId, SUPERVISOR_PROTOCOL } from "../core/version.ts";
 import type {
@@ -16,22 +17,18 @@ import type {
   SessionCallRequest,
   StopSnapshot,
 } from "../protocol/supervisor.ts";
-import type { Config } from "../settings/config.ts";
 import type { HomeLayout } from "../settings/home.ts";
-import { neverRanResult } from "../session/cell.ts";
-import type { ReplSession } from "../session/session.ts";
+import type { CallOptions, ReplSession } from "../session/session.ts";
 import { ageText, defaultSnapshotPath, knownSessionNames, readUnsaved, specPath } from "../session/snapshot_files.ts";
 import type { ClientConnection } from "./client_connection.ts";
 import { forgetClosedSession, snapshotBeforeStop } from "./persistence.ts";
 import { creationToldState, specMismatch, specOf } from "./session_spec.ts";
 import { checkRequest, readRequestLine } from "./requests.ts";
-import { asAwreplError, type Call, type SessionTable } from "./session_table.ts";
+import type { Call, SessionTable } from "./session_table.ts";
 
 /** What request handling needs of the supervisor. */
 export type RequestHost = {
   readonly layout: HomeLayout;
-  /** The defaults a request that names none gets (the timeout a queued call waits at most). */
-  readonly config: Pick<Config, "timeoutMs">;
   readonly sessions: SessionTable;
   readonly log: (line: string) => void;
   /** True once a stop has begun: requests are refused. */
@@ -43,7 +40,7 @@ export type RequestHost = {
   status(): DaemonStatus;
 };
 
-/** A request that runs in its session's FIFO. */
+/** A request that takes its turn in its session's queue. */
 type QueuedRequest = Extract<ClientRequest, { type: "open" }> | ExecuteCallRequest | SessionCallRequest;
 
 /** One line from `client` (null: not valid UTF-8). */
@@ -137,12 +134,12 @@ function dispatch(host: RequestHost, client: ClientConnection, request: Exclude<
   }
 }
 
-/** Queues `request` in its session's FIFO; the session is created from the request's spec if needed. */
+/** Hands `request` to its session's queue (session_table.ts); the session is created from the request's spec if needed. */
 function queue(host: RequestHost, client: ClientConnection, request: QueuedRequest): void {
   const { id, session: name } = request;
   if (request.spec?.existing && !host.sessions.has(name)) checkRecoverable(host.layout.home, name);
   // Whether this call created the session. (It is known once submit() returns; a call on a session
-  // that exists already may start inside submit(), and then it is false, as it should be.)
+  // that exists already is handed to it inside submit(), and then it is false, as it should be.)
   let created = false;
   // The cell's host requests, when its client answers them.
   const hostRequests = request.type === "execute" && request.host_bridge ? new HostRequests(client, id) : null;
@@ -152,37 +149,20 @@ function queue(host: RequestHost, client: ClientConnection, request: QueuedReque
     abort: new AbortController(),
     detach: request.type === "execute" && request.detach === true,
     fail: (error) => client.error(id, error),
-    run: async (session, signal, waitedMs) => {
+    // Its turn (the call's signal, the table's start hook) goes with it into the session's queue.
+    run: async (session, turn) => {
       // A live session asked for another interpreter or sandbox keeps its own: said, never ignored.
       const mismatch = created ? null : specMismatch(name, specOf(session) ?? {}, request.spec);
-      if (request.type === "execute") return execute(host.sessions, client, session, request, call, created, waitedMs, hostRequests, mismatch);
+      if (request.type === "execute") return execute(host.sessions, client, session, request, call, turn, created, hostRequests, mismatch);
       const ok = (value: unknown) => client.reply(mismatch ? { event: "ok", id, value, notice: mismatch } : { event: "ok", id, value });
-      if (request.type === "open") return ok({ created, pid: session.pid });
-      // Its client went away (or cancelled it): interrupt the request too, a listing stuck in a __repr__ say.
-      const onAbort = () => void session.interrupt();
-      signal.addEventListener("abort", onAbort, { once: true });
-      try {
-        ok(await sessionCall(session, request));
-      } finally {
-        signal.removeEventListener("abort", onAbort);
-      }
+      if (request.type === "open") return ok(await session.inTurn(async () => ({ created, pid: session.pid }), turn));
+      ok(await sessionCall(session, request, turn));
     },
   };
-  if (request.type === "execute") {
-    // A cell's timeout covers the wait for its turn; one that never ran is answered with a result saying so.
-    call.waitLimit = (session) => request.timeout_ms ?? session?.timeoutMs ?? request.spec?.timeout_ms ?? host.config.timeoutMs;
-    call.neverRan = (reason, waitedMs) => {
-      const result = neverRanResult(name, waitedMs, reason);
-      // A detached call that ran out of time is finished like one that ran (its client may be gone); a
-      // withdrawn one was not wanted by its client, which is told.
-      if (reason.why === "timeout" && call.detach && !host.sessions.finishDetached(name, call, result)) return;
-      client.reply({ event: "result", id, result });
-    };
-    if (hostRequests) {
-      call.hostReply = (hostId, data) => hostRequests.answer(hostId, data);
-      // A detached cell outlives its client: its host requests have nobody to answer them any more.
-      call.ownerGone = () => hostRequests.end("its client went away");
-    }
+  if (hostRequests) {
+    call.hostReply = (hostId, data) => hostRequests.answer(hostId, data);
+    // A detached cell outlives its client: its host requests have nobody to answer them any more.
+    call.ownerGone = () => hostRequests.end("its client went away");
   }
   created = host.sessions.submit(name, request.spec, call);
 }
@@ -209,15 +189,19 @@ async function execute(
   session: ReplSession,
   request: ExecuteCallRequest,
   call: Call,
+  turn: Required<CallOptions>,
   created: boolean,
-  waitedMs: number,
   hostRequests: HostRequests | null,
   mismatch: string | null,
 ): Promise<void> {
   const { id, session: name } = request;
-  const signal = call.abort.signal;
-  // Asked for by a later caller (`run --autosave`): switched on, never off, by a spec.
-  if (request.spec?.autosave === true) session.autosave = true;
+  let ran = false;
+  const onStart = () => {
+    ran = true;
+    turn.onStart();
+    // Asked for by a later caller (`run --autosave`): switched on as its cell starts, never off, by a spec.
+    if (request.spec?.autosave === true) session.autosave = true;
+  };
   const stream = request.stream === true;
   // Past the client's live_limit its output is not shown: not forwarding it saves copying (and
   // buffering, for a slow reader) what the result's head and tail carry anyway.
@@ -226,8 +210,8 @@ async function execute(
     timeoutMs: request.timeout_ms,
     maxOutputBytes: request.max_output_bytes,
     filename: request.filename,
-    signal,
-    queuedMs: waitedMs,
+    signal: turn.signal,
+    onStart,
     // Forwarded as the runtime wrote it: never decoded and re-encoded here.
     onRawOutput: stream
       ? (s, raw) => {
@@ -240,13 +224,16 @@ async function execute(
     onHostRequest: hostRequests ? (data) => hostRequests.ask(data) : undefined,
   }).finally(() => hostRequests?.end());
   result.session = name;
-  // A session re-created from its snapshot says so in `restored`; without one its state is gone
-  // (unless its creation already said what became of its state).
-  if (created && request.known && !result.restored && !creationToldState(session)) {
-    const lost = `Session ${name} was not running (closed, or its supervisor stopped); this call ran in a fresh worker and the earlier state is gone.`;
-    result.notice = result.notice ? `${lost} ${result.notice}` : lost;
+  // A cell that never ran (its wait ran out, or it was withdrawn) says only that.
+  if (ran) {
+    // A session re-created from its snapshot says so in `restored`; without one its state is gone
+    // (unless its creation already said what became of its state).
+    if (created && request.known && !result.restored && !creationToldState(session)) {
+      const lost = `Session ${name} was not running (closed, or its supervisor stopped); this call ran in a fresh worker and the earlier state is gone.`;
+      result.notice = result.notice ? `${lost} ${result.notice}` : lost;
+    }
+    if (mismatch) result.notice = result.notice ? `${mismatch} ${result.notice}` : mismatch;
   }
-  if (mismatch) result.notice = result.notice ? `${mismatch} ${result.notice}` : mismatch;
   // A detached call's result may be kept for `collect`, and has nobody to go to once its client left.
   if (call.detach && !sessions.finishDetached(name, call, result)) return;
   client.reply({ event: "result", id, result });
@@ -294,24 +281,24 @@ class HostRequests {
   }
 }
 
-/** The answer to a session request other than execute and open. */
-async function sessionCall(session: ReplSession, request: SessionCallRequest): Promise<unknown> {
+/** The answer to a session request other than execute and open, in its turn. */
+async function sessionCall(session: ReplSession, request: SessionCallRequest, turn: CallOptions): Promise<unknown> {
   switch (request.type) {
     case "variables":
-      return session.variables();
+      return session.variables(turn);
     case "inspect":
-      return session.inspect(request.name);
+      return session.inspect(request.name, turn);
     case "reset":
-      await session.reset();
+      await session.reset(turn);
       return null;
     case "complete":
-      return session.complete(request.code, request.cursor);
+      return session.complete(request.code, request.cursor, turn);
     case "is_complete":
-      return session.isComplete(request.code);
+      return session.isComplete(request.code, turn);
     case "snapshot":
-      return session.snapshot(request.path, { timeoutMs: request.timeout_ms });
+      return session.snapshot(request.path, { ...turn, timeoutMs: request.timeout_ms });
     case "restore":
-      return session.restore(request.path, { timeoutMs: request.timeout_ms });
+      return session.restore(request.path, { ...turn, timeoutMs: request.timeout_ms });
   }
 }
 

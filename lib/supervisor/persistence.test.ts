@@ -345,7 +345,7 @@ describe("autosave", () => {
 
 describe("the host's side (the supervisor's API)", () => {
   test("snapshotBeforeStop saves every live session, interrupting a running cell first; forgetClosedSession removes one", async () => {
-    const options = persistentSessionOptions({ autosave: false, snapshotMaxBytes: 0, snapshotMaxVariableBytes: 0 });
+    const options = { ...persistentSessionOptions({ autosave: false }), snapshotMaxBytes: 0, snapshotMaxVariableBytes: 0 };
     expect(options.restoreOnStart).toBe(true);
     const idle = await start(options, "idle");
     const busy = await start(options, "busy");

@@ -1,16 +1,17 @@
 // What a long-lived host of named sessions (the supervisor) does to make them outlive it: sessions it
-// creates restore their default snapshot, autosave when asked to, and take the configured size caps;
-// before any planned stop every live session is snapshotted, and every session whose state could not
-// be saved is reported (to a client that waits: `daemon stop`, `close --keep`) and recorded beside the
-// session, so that its next user hears it whoever stopped the supervisor (idle exit, an upgrade, a
-// signal); a session closed on purpose is forgotten.
+// creates restore their default snapshot and autosave when asked to (their size caps are limits, as
+// session_spec.ts specLimits resolves them); before any planned stop every live session is
+// snapshotted, and every session whose state could not be saved is reported (to a client that waits:
+// `daemon stop`, `close --keep`) and recorded beside the session, so that its next user hears it
+// whoever stopped the supervisor (idle exit, an upgrade, a signal); a session closed on purpose is
+// forgotten.
 // The files themselves: lib/session/snapshot_files.ts. What survives and what cannot: docs/persistence.md.
 import type { Config } from "../settings/config.ts";
 import type { StopSnapshot } from "../protocol/supervisor.ts";
 import type { ReplSession, ReplSessionOptions } from "../session/session.ts";
 import { ageText, clearHeld, defaultSnapshotPath, forgetSnapshot, heldByAnother, recordUnsaved, snapshotTime, utcStamp } from "../session/snapshot_files.ts";
 
-export type PersistenceConfig = Pick<Config, "autosave" | "snapshotMaxBytes" | "snapshotMaxVariableBytes">;
+export type PersistenceConfig = Pick<Config, "autosave">;
 
 /** How long a planned stop waits, at most, for every session's snapshot together. */
 export const STOP_SNAPSHOT_BUDGET_MS = 8_000;
@@ -18,16 +19,8 @@ export const STOP_SNAPSHOT_BUDGET_MS = 8_000;
 const INTERRUPT_WAIT_MS = 2_000;
 
 /** The options that make a session the host creates persistent; `autosave` from the caller beats the config's. */
-export function persistentSessionOptions(
-  config: PersistenceConfig,
-  autosave?: boolean,
-): Pick<ReplSessionOptions, "restoreOnStart" | "autosave" | "snapshotMaxBytes" | "snapshotMaxVariableBytes"> {
-  return {
-    restoreOnStart: true,
-    autosave: autosave ?? config.autosave,
-    snapshotMaxBytes: config.snapshotMaxBytes,
-    snapshotMaxVariableBytes: config.snapshotMaxVariableBytes,
-  };
+export function persistentSessionOptions(config: PersistenceConfig, autosave?: boolean): Pick<ReplSessionOptions, "restoreOnStart" | "autosave"> {
+  return { restoreOnStart: true, autosave: autosave ?? config.autosave };
 }
 
 export type StopSnapshotOptions = {

@@ -4,7 +4,8 @@ import { dirname } from "node:path";
 import type { SessionSpec } from "../protocol/supervisor.ts";
 import { defaultSnapshotPath, writeSessionSpec } from "../session/snapshot_files.ts";
 import { tempHome } from "../../tests/harness/mod.ts";
-import { describeSandbox, sameSandbox, savedSpec, specFor, specMismatch } from "./session_spec.ts";
+import { builtinConfig } from "../settings/config.ts";
+import { describeSandbox, sameSandbox, savedSpec, specFor, specLimits, specMismatch } from "./session_spec.ts";
 
 const homes: { remove(): void }[] = [];
 function home(): string {
@@ -110,5 +111,13 @@ describe("savedSpec", () => {
     writeSessionSpec(h, "new", { python: "p", timeout_ms: 7 });
     expect(savedSpec(h, "new")).toEqual({ python: "p", timeout_ms: 7 });
     expect(savedSpec(h, "none")).toBeNull();
+  });
+});
+
+describe("specLimits", () => {
+  test("the limits the creating client sent, over the supervisor's config, every other one the config's", () => {
+    const config = { ...builtinConfig, timeoutMs: 9_000, graceMs: 500, displayMaxEntries: 7 };
+    expect(specLimits(config, {})).toMatchObject({ timeoutMs: 9_000, maxOutputBytes: builtinConfig.maxOutputBytes, graceMs: 500, displayMaxEntries: 7 });
+    expect(specLimits(config, { timeout_ms: 0, max_output_bytes: 10, grace_ms: 1 })).toMatchObject({ timeoutMs: 0, maxOutputBytes: 10, graceMs: 1, displayMaxEntries: 7 });
   });
 });

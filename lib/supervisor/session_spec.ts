@@ -5,6 +5,7 @@
 // never silently on another interpreter, without its sandbox, or in another directory.
 import { existsSync } from "node:fs";
 import { AwreplError } from "../core/errors.ts";
+import { type Limits, resolveLimits } from "../core/limits.ts";
 import type { Config } from "../settings/config.ts";
 import type { HomeLayout } from "../settings/home.ts";
 import type { SandboxProfile } from "../protocol/api.ts";
@@ -33,17 +34,11 @@ export function sessionFactory(layout: HomeLayout, config: Config, spares: Spare
     const hadSnapshot = existsSync(defaultSnapshotPath(layout.home, name));
     const session = await ReplSession.start(name, {
       ...persistentSessionOptions(config, spec.autosave),
+      ...specLimits(config, spec),
       python: spec.python ?? config.python,
       ...sandboxOption(spec.sandbox),
       cwd: spec.cwd,
       env: spec.env && exactEnv(spec.env, layout.home),
-      timeoutMs: spec.timeout_ms ?? config.timeoutMs,
-      maxOutputBytes: spec.max_output_bytes ?? config.maxOutputBytes,
-      graceMs: spec.grace_ms ?? config.graceMs,
-      displayMaxFiles: config.displayMaxFiles,
-      displayMaxBytes: config.displayMaxBytes,
-      displayMaxEntries: config.displayMaxEntries,
-      displayMaxPayloadBytes: config.displayMaxPayloadBytes,
       figureFormat: config.figureFormat,
       home: layout.home,
       spares,
@@ -111,6 +106,14 @@ export function specFor(home: string, name: string, requested: SessionSpec, log:
   delete spec.python_given;
   delete spec.existing;
   return { spec, notices, recreated: true };
+}
+
+/**
+ * The limits of a session made from `spec`: those its creating client sent (a timeout, an output cap,
+ * a grace period) over the supervisor's config. Resolved here, once: the supervisor's edge.
+ */
+export function specLimits(config: Config, spec: SessionSpec): Limits {
+  return resolveLimits(config, { timeoutMs: spec.timeout_ms, maxOutputBytes: spec.max_output_bytes, graceMs: spec.grace_ms });
 }
 
 /**

@@ -1,54 +1,54 @@
-// The supervisor's named sessions: each has its own FIFO of calls (one runs at a time, in arrival
-// order), so a busy session never delays another. A call belongs to the connection that sent it:
-// when that connection goes away its queued calls are dropped and its running cell is interrupted —
-// except a detached execute, which runs to its end anyway. A detached call's result that cannot be
-// delivered (its connection is gone) or that its client asked to keep is kept in the session, one per
-// session (the next replaces it), until a `collect` hands it out; `collect` also waits for the
-// session's detached calls still queued or running. An agent host that kills and restarts its MCP
-// server (a client like any other) thus loses neither the cell nor its result.
-// A call that waits behind others waits no longer than its timeout: one still waiting when that runs
-// out, or withdrawn by its client, never runs, and is answered so.
-import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { AwreplError } from "../core/errors.ts";
+// The supervisor's named sessions, and who owns which call in them. A call waits for its turn in its
+// session's own queue (ReplSession, lib/session/call_queue.ts: one at a time, in arrival order, no
+// longer than its timeout, a withdrawn one never runs); a busy session never delays another. A call
+// belongs to the connection that sent it: when that connection goes away its calls are withdrawn, or
+// interrupted if running — except a detached execute, which runs to its end anyway. A detached call's
+// result that cannot be delivered (its connection is gone) or that its client asked to keep is kept
+// in the session, one per session (the next replaces it), until a `collect` hands it out; `collect`
+// also waits for the session's detached calls still queued or running. An agent host that kills and
+// restarts its MCP server (a client like any other) thus loses neither the cell nor its result.
+// Calls that arrive while their session is being created wait for it, then take their turns in
+// arrival order.
+import { AwreplError, asAwreplError } from "../core/errors.ts";
+import { processRss } from "../core/process.ts";
 import type { ExecResult } from "../protocol/result.ts";
 import type { CollectValue, RequestId, SessionInfo, SessionSpec } from "../protocol/supervisor.ts";
-import type { NeverRan } from "../session/cell.ts";
-import type { ReplSession } from "../session/session.ts";
+import type { CallOptions, ReplSession } from "../session/session.ts";
 
 /** How long `sessions` waits for a worker's own facts before it shows the last ones. */
 const FACTS_TIMEOUT_MS = 500;
 
 export type SessionFactory = (name: string, spec: SessionSpec) => Promise<ReplSession>;
 
-/** One request waiting for (or holding) its session. */
+/** One request for a session, from its arrival until it is answered. */
 export type Call = {
   owner: object;
   id: RequestId;
+  /** Aborted when its client withdraws it or goes away: it never runs if still waiting, and is interrupted if running. */
   readonly abort: AbortController;
   /** A detached execute: it outlives its connection, and its result may be kept for `collect`. */
   readonly detach?: boolean;
-  /** `waitedMs`: how long it waited for its turn behind other calls (its timeout covers that time too). */
-  run(session: ReplSession, signal: AbortSignal, waitedMs: number): Promise<void>;
+  /**
+   * Hands the call to its session, in whose queue it waits its turn: `turn` goes with it (the call's
+   * signal, and what the table does as it starts). Settles once the call is answered.
+   */
+  run(session: ReplSession, turn: Required<CallOptions>): Promise<void>;
   fail(error: AwreplError): void;
-  /** How long it may wait for its turn behind other calls (0: no bound), given the session if it runs yet. Default: no bound. */
-  waitLimit?(session: ReplSession | null): number;
-  /** Answers a call that never ran: its wait ran out, or its client withdrew it. Without it, fail() says so. */
-  neverRan?(reason: NeverRan, waitedMs: number): void;
   /** Delivers its client's answer to one of its host requests (an execute with host_bridge); false when nothing waits for it. */
   hostReply?(hostId: string, data: Record<string, unknown>): boolean;
   /** Its connection went away while it runs on (a detached call). */
   ownerGone?(): void;
 };
 
-/** What the table knows of a detached call besides the Call itself. */
-type Detached = {
-  /** Its connection went away: the result has nobody to go to but `collect`. */
-  ownerGone: boolean;
-  /** Its client asked (keep_result) for the result to be kept even though it is sent there too. */
-  keep: boolean;
-  /** When it began running (Date.now()); null while queued. */
+/** A call the table holds: whether it got its turn yet, and what its client asked of its result. */
+type Held = {
+  readonly call: Call;
+  /** When it got its turn in its session (Date.now()); null while it waits. */
   startedAt: number | null;
+  /** Its connection went away: a detached call's result has nobody to go to but `collect`. */
+  ownerGone: boolean;
+  /** Its client asked (keep_result) for a detached call's result to be kept even though it is sent there too. */
+  keep: boolean;
 };
 
 /** A `collect` waiting for the session's oldest detached call. */
@@ -59,17 +59,14 @@ type Collector = {
   resolve(value: CollectValue): void;
 };
 
-/** A call waiting behind others: since when, and the timer that ends its wait. */
-type Wait = { since: number; timer: ReturnType<typeof setTimeout> | undefined };
-
 type Entry = {
   name: string;
   spec: SessionSpec;
   session: ReplSession | null;
   createdAt: number;
   lastUsedAt: number;
-  running: Call | null;
-  queue: Call[];
+  /** Its calls not answered yet, in arrival order: waiting for the session to start, waiting their turn, or running. */
+  calls: Held[];
   closed: boolean;
   /** The latest detached result nobody has collected (and who sent the cell): one per session, replaced by the next. */
   kept: { result: ExecResult; owner: object } | null;
@@ -78,9 +75,6 @@ type Entry = {
 
 export class SessionTable {
   private readonly entries = new Map<string, Entry>();
-  private readonly detached = new WeakMap<Call, Detached>();
-  /** The calls waiting behind others (not the first call of a session that is starting). */
-  private readonly waits = new Map<Call, Wait>();
 
   constructor(
     private readonly factory: SessionFactory,
@@ -107,8 +101,8 @@ export class SessionTable {
   }
 
   /**
-   * Queues `call` on the session. A missing session is created from `spec`; without a spec the
-   * call fails with session_not_found. Resolves whether the session was created by this call.
+   * Hands `call` to its session. A missing session is created from `spec`; without a spec the call
+   * fails with session_not_found. Returns whether the session was created by this call.
    */
   submit(name: string, spec: SessionSpec | undefined, call: Call): boolean {
     let entry = this.entries.get(name);
@@ -121,42 +115,32 @@ export class SessionTable {
       entry = this.create(name, spec);
       created = true;
     }
-    if (call.detach) this.detached.set(call, { ownerGone: false, keep: false, startedAt: null });
-    const behind = entry.running !== null || entry.queue.length > 0;
-    entry.queue.push(call);
-    this.pump(entry);
-    if (behind && entry.queue.includes(call)) this.startWait(entry, call);
+    const held: Held = { call, startedAt: null, ownerGone: false, keep: false };
+    entry.calls.push(held);
+    // A session still starting takes its calls once it runs (create()).
+    if (entry.session) this.begin(entry, held, entry.session);
     return created;
   }
 
   /** Interrupts the running cell of a session. Resolves false when nothing was running. */
   async interrupt(name: string): Promise<boolean> {
     const entry = this.entries.get(name);
-    if (!entry?.session || !entry.running) return false;
+    if (!entry?.session || !entry.calls.some(started)) return false;
     await entry.session.interrupt();
     return true;
   }
 
   /**
-   * Withdraws one call of `owner`: dropped if queued, its cell interrupted if running (a detached
-   * one's result is then not kept: its client said it does not want it); a waiting collect of
-   * `owner` answers at once, taking no result.
+   * Withdraws one call of `owner`: it never runs if it still waits, its cell is interrupted if it runs
+   * (a detached one's result is then not kept: its client said it does not want it); a waiting
+   * collect of `owner` answers at once, taking no result.
    */
   cancel(owner: object, id: RequestId): boolean {
     for (const entry of this.entries.values()) {
-      const i = entry.queue.findIndex((c) => c.owner === owner && c.id === id);
-      if (i >= 0) {
-        const [call] = entry.queue.splice(i, 1) as [Call];
-        const waitedMs = this.endWait(call);
-        if (call.neverRan) call.neverRan({ why: "withdrawn" }, waitedMs);
-        else call.fail(new AwreplError("cancelled", `Withdrawn before it ran (it waited for its turn in session ${entry.name})`));
-        this.wake(entry);
-        return true;
-      }
-      if (entry.running?.owner === owner && entry.running.id === id) {
-        const detached = this.detached.get(entry.running);
-        if (detached) detached.keep = false;
-        entry.running.abort.abort();
+      const held = entry.calls.find((h) => h.call.owner === owner && h.call.id === id);
+      if (held) {
+        held.keep = false;
+        held.call.abort.abort();
         return true;
       }
       const collector = entry.collectors.find((c) => c.owner === owner && c.id === id);
@@ -171,44 +155,40 @@ export class SessionTable {
   /** Delivers `owner`'s answer to a host request of its running call `id`; false when no such call waits for it. */
   hostReply(owner: object, id: RequestId, hostId: string, data: Record<string, unknown>): boolean {
     for (const entry of this.entries.values()) {
-      const call = entry.running;
-      if (call?.owner === owner && call.id === id) return call.hostReply?.(hostId, data) ?? false;
+      const held = entry.calls.find((h) => started(h) && h.call.owner === owner && h.call.id === id);
+      if (held) return held.call.hostReply?.(hostId, data) ?? false;
     }
     return false;
   }
 
   /**
    * The connection `owner` went away: nobody waits for its calls any more. Its detached calls run on
-   * (their results are kept); the others are dropped, or interrupted if running.
+   * (their results are kept); the others are withdrawn, or interrupted if running.
    */
   dropOwner(owner: object): void {
     for (const entry of this.entries.values()) {
-      for (const call of [entry.running, ...entry.queue]) {
-        const detached = call?.owner === owner ? this.detached.get(call) : undefined;
-        if (detached) detached.ownerGone = true;
+      for (const held of entry.calls.filter((h) => h.call.owner === owner)) {
+        const { call } = held;
+        if (call.detach) {
+          held.ownerGone = true;
+          if (started(held)) this.log(`session ${entry.name}: client went away; its detached call ${String(call.id)} runs on and its result is kept`);
+          call.ownerGone?.();
+        } else {
+          if (started(held)) this.log(`session ${entry.name}: client went away, interrupting its call ${String(call.id)}`);
+          call.abort.abort();
+        }
       }
-      for (const call of entry.queue) if (call.owner === owner && !call.detach) this.endWait(call);
-      entry.queue = entry.queue.filter((c) => c.owner !== owner || c.detach);
       for (const c of entry.collectors.filter((c) => c.owner === owner)) this.settle(entry, c, null);
-      if (entry.running?.owner !== owner) continue;
-      if (entry.running.detach) {
-        this.log(`session ${entry.name}: client went away; its detached call ${String(entry.running.id)} runs on and its result is kept`);
-        entry.running.ownerGone?.();
-      } else {
-        this.log(`session ${entry.name}: client went away, interrupting its call ${String(entry.running.id)}`);
-        entry.running.abort.abort();
-      }
     }
   }
 
   /** keep_result: keep the result of `owner`'s detached call `id` for collect. False when it is not queued or running. */
   keepResult(owner: object, id: RequestId): boolean {
     for (const entry of this.entries.values()) {
-      const call = [entry.running, ...entry.queue].find((c) => c?.owner === owner && c.id === id);
-      if (!call) continue;
-      const detached = this.detached.get(call);
-      if (!detached) throw new AwreplError("usage", `Request ${JSON.stringify(id)} is not a detached execute: only a detached cell's result can be kept`);
-      detached.keep = true;
+      const held = entry.calls.find((h) => h.call.owner === owner && h.call.id === id);
+      if (!held) continue;
+      if (!held.call.detach) throw new AwreplError("usage", `Request ${JSON.stringify(id)} is not a detached execute: only a detached cell's result can be kept`);
+      held.keep = true;
       return true;
     }
     return false;
@@ -232,20 +212,22 @@ export class SessionTable {
 
   /**
    * A detached call's result, before it is sent: the collects waiting get it, and it is kept when its
-   * client is gone or asked to keep it (and no collect took it). Returns whether to send it to the client.
+   * client is gone or asked to keep it (and no collect took it). Returns whether to send it to the
+   * client. A call its client withdrew before it ran is its client's alone: neither collected nor kept.
    */
   finishDetached(name: string, call: Call, result: ExecResult): boolean {
-    const detached = this.detached.get(call);
     const entry = this.entries.get(name);
-    if (!detached || !entry) return true;
-    const keep = detached.ownerGone || detached.keep;
+    const held = entry?.calls.find((h) => h.call === call);
+    if (!entry || !held || !call.detach) return true;
+    if (!started(held) && call.abort.signal.aborted) return true;
+    const keep = held.ownerGone || held.keep;
     const waiting = entry.collectors.splice(0);
     for (const c of waiting) this.settle(entry, c, { state: "done", result, mine: c.owner === call.owner });
     if (keep && waiting.length === 0) {
       entry.kept = { result, owner: call.owner };
       this.log(`session ${name}: kept the result of detached call ${String(call.id)} (${result.status}) for collect`);
     }
-    return !detached.ownerGone;
+    return !held.ownerGone;
   }
 
   /**
@@ -254,19 +236,19 @@ export class SessionTable {
   idleFor(ms: number): [string, ReplSession][] {
     const now = Date.now();
     return [...this.entries.values()]
-      .filter((e) => e.session !== null && !e.running && e.queue.length === 0 && !e.session.busy && now - Math.max(e.lastUsedAt, e.session.lastActiveAt) >= ms)
+      .filter((e) => e.session !== null && e.calls.length === 0 && !e.session.busy && now - Math.max(e.lastUsedAt, e.session.lastActiveAt) >= ms)
       .map((e) => [e.name, e.session as ReplSession]);
   }
 
   /** Closes `name` only if nothing runs or waits in it now (a call may have arrived meanwhile). */
   async closeIfIdle(name: string): Promise<boolean> {
     const entry = this.entries.get(name);
-    if (!entry || entry.running || entry.queue.length > 0 || entry.session?.busy) return false;
+    if (!entry || entry.calls.length > 0 || entry.session?.busy) return false;
     return this.close(name, { keepFiles: true });
   }
 
   /**
-   * Ends a session's worker. Its queued calls fail; its running call ends with the worker. With
+   * Ends a session's worker. Its waiting calls fail; its running call ends with the worker. With
    * `keepFiles` (the session comes back from its snapshot) its display files stay.
    */
   async close(name: string, options: { keepFiles?: boolean } = {}): Promise<boolean> {
@@ -274,11 +256,8 @@ export class SessionTable {
     if (!entry) return false;
     entry.closed = true;
     this.entries.delete(name);
-    const closedError = new AwreplError("session_closed", `Session ${JSON.stringify(name)} was closed before this call ran (close, or the supervisor stopping); nothing of it ran`);
-    for (const call of entry.queue.splice(0)) {
-      this.endWait(call);
-      call.fail(closedError);
-    }
+    // Calls waiting for the session to start were never handed to it; the others its close refuses.
+    if (!entry.session) for (const held of entry.calls.splice(0)) held.call.fail(closedBefore(name));
     entry.kept = null;
     this.wake(entry);
     this.log(`session ${name}: closing`);
@@ -307,6 +286,7 @@ export class SessionTable {
       const report = reports[i] ?? null;
       const pid = report ? (report.hostPid ?? report.facts.pid) : (info?.pid ?? null);
       const lastUsed = Math.max(e.lastUsedAt, info?.lastActiveAt ?? 0);
+      const busy = e.calls.some(started);
       return {
         name: e.name,
         pid,
@@ -315,11 +295,11 @@ export class SessionTable {
         sandbox: e.session?.sandboxed ?? false,
         python: info ? `${info.python}${info.pythonVersion ? ` (${info.pythonVersion})` : ""}` : (e.spec.python ?? "python3"),
         cwd: report?.facts.cwd ?? info?.cwd ?? e.spec.cwd ?? "",
-        state: e.running ? "busy" : "idle",
-        queued: e.queue.length,
+        state: busy ? "busy" : "idle",
+        queued: e.calls.filter((h) => !started(h)).length,
         cells_run: info?.cellsRun ?? 0,
         age_ms: now - e.createdAt,
-        idle_ms: e.running ? 0 : now - lastUsed,
+        idle_ms: busy ? 0 : now - lastUsed,
         rss_bytes: report ? report.facts.rss : pid === null ? null : processRss(pid),
       };
     });
@@ -327,7 +307,7 @@ export class SessionTable {
 
   private create(name: string, spec: SessionSpec): Entry {
     const now = Date.now();
-    const entry: Entry = { name, spec, session: null, createdAt: now, lastUsedAt: now, running: null, queue: [], closed: false, kept: null, collectors: [] };
+    const entry: Entry = { name, spec, session: null, createdAt: now, lastUsedAt: now, calls: [], closed: false, kept: null, collectors: [] };
     this.entries.set(name, entry);
     this.onChange();
     this.log(`session ${name}: starting (${spec.python ?? "default python"} in ${spec.cwd ?? "?"})`);
@@ -339,17 +319,15 @@ export class SessionTable {
         }
         entry.session = session;
         this.log(`session ${name}: worker pid ${session.pid ?? "?"} ready`);
-        this.pump(entry);
+        // The calls that waited for the start, in arrival order: they queue in the session now.
+        for (const held of [...entry.calls]) this.begin(entry, held, session);
       },
       (err: unknown) => {
         const error = err instanceof AwreplError ? err : new AwreplError("internal", `Cannot start session ${name}: ${(err as Error).message}`);
         this.log(`session ${name}: failed to start: ${error.message}`);
         if (this.entries.get(name) === entry) this.entries.delete(name);
         entry.closed = true;
-        for (const call of entry.queue.splice(0)) {
-          this.endWait(call);
-          call.fail(error);
-        }
+        for (const held of entry.calls.splice(0)) held.call.fail(error);
         this.wake(entry);
         this.onChange();
       },
@@ -357,32 +335,29 @@ export class SessionTable {
     return entry;
   }
 
-  private pump(entry: Entry): void {
-    const session = entry.session;
-    if (!session || entry.running || entry.closed) return;
-    let call: Call | undefined;
-    // Calls whose client went away while they waited are skipped without a reply.
-    while ((call = entry.queue.shift()) && call.abort.signal.aborted) this.endWait(call);
-    if (!call) return;
-    entry.running = call;
-    const current = call;
-    const detached = this.detached.get(current);
-    if (detached) detached.startedAt = Date.now();
-    current
-      .run(session, current.abort.signal, this.endWait(current))
-      .catch((err: unknown) => current.fail(entry.closed ? closedUnder(entry.name, err) : asAwreplError(err)))
+  /** Hands `held` to `session`, where it waits its turn; the table forgets it once it is answered. */
+  private begin(entry: Entry, held: Held, session: ReplSession): void {
+    const { call } = held;
+    const turn = {
+      signal: call.abort.signal,
+      onStart: () => {
+        held.startedAt = Date.now();
+      },
+    };
+    call
+      .run(session, turn)
+      .catch((err: unknown) => call.fail(entry.closed ? closedUnder(entry.name, err, started(held)) : asAwreplError(err)))
       .finally(() => {
-        entry.running = null;
+        entry.calls = entry.calls.filter((h) => h !== held);
         entry.lastUsedAt = Date.now();
-        this.pump(entry);
         this.wake(entry);
       });
   }
 
   /** The session's oldest detached call still queued or running. */
-  private pendingDetached(entry: Entry): Call | undefined {
+  private pendingDetached(entry: Entry): Held | undefined {
     if (entry.closed) return undefined;
-    return [entry.running, ...entry.queue].find((c): c is Call => c !== null && this.detached.has(c));
+    return entry.calls.find((h) => h.call.detach);
   }
 
   /** What a collect of `owner` would answer now; `take` hands the kept result out (and forgets it). */
@@ -394,8 +369,8 @@ export class SessionTable {
     }
     const pending = this.pendingDetached(entry);
     if (!pending) return { state: "idle" };
-    const startedAt = this.detached.get(pending)?.startedAt ?? null;
-    return { state: "running", elapsed_ms: startedAt === null ? null : Date.now() - startedAt, mine: pending.owner === owner };
+    const { startedAt } = pending;
+    return { state: "running", elapsed_ms: startedAt === null ? null : Date.now() - startedAt, mine: pending.call.owner === owner };
   }
 
   /** Answers a waiting collect (null: its client is gone, nothing to answer) and forgets it. */
@@ -410,62 +385,21 @@ export class SessionTable {
     if (entry.collectors.length === 0 || this.pendingDetached(entry)) return;
     for (const c of [...entry.collectors]) this.settle(entry, c, { state: "idle" });
   }
-
-  /** Bounds the wait of `call`, queued behind others in `entry`, by its wait limit. */
-  private startWait(entry: Entry, call: Call): void {
-    const limit = call.waitLimit?.(entry.session) ?? 0;
-    const since = performance.now();
-    const timer = limit > 0 ? setTimeout(() => this.expire(entry, call, limit), limit) : undefined;
-    this.waits.set(call, { since, timer });
-  }
-
-  /** The wait of `call` ran out while it was still queued: it never runs. */
-  private expire(entry: Entry, call: Call, limitMs: number): void {
-    const i = entry.queue.indexOf(call);
-    if (i < 0) return;
-    entry.queue.splice(i, 1);
-    const waitedMs = this.endWait(call);
-    this.log(`session ${entry.name}: call ${String(call.id)} waited ${limitMs} ms for its turn and never ran`);
-    if (call.neverRan) call.neverRan({ why: "timeout", timeoutMs: limitMs }, waitedMs);
-    else call.fail(new AwreplError("timeout", `The call waited ${limitMs} ms for its turn in session ${entry.name} and never ran`));
-    this.wake(entry);
-  }
-
-  /** The call's wait is over (it starts, or leaves the queue): how long it waited behind others. */
-  private endWait(call: Call): number {
-    const wait = this.waits.get(call);
-    if (!wait) return 0;
-    this.waits.delete(call);
-    clearTimeout(wait.timer);
-    return performance.now() - wait.since;
-  }
 }
 
-/** The error of a call that was running when its session was closed. */
-function closedUnder(name: string, err: unknown): AwreplError {
+/** The call got its turn in its session. */
+function started(held: Held): boolean {
+  return held.startedAt !== null;
+}
+
+function closedBefore(name: string): AwreplError {
+  return new AwreplError("session_closed", `Session ${JSON.stringify(name)} was closed before this call ran (close, or the supervisor stopping); nothing of it ran`);
+}
+
+/** The error of a call whose session was closed under it: before its turn (`ran` false), or while it ran. */
+function closedUnder(name: string, err: unknown, ran: boolean): AwreplError {
   const error = asAwreplError(err);
   if (error.code !== "worker_closed") return error;
+  if (!ran) return closedBefore(name);
   return new AwreplError("session_closed", `Session ${JSON.stringify(name)} was closed while this call ran (close, or the supervisor stopping)`);
-}
-
-export function asAwreplError(err: unknown): AwreplError {
-  if (err instanceof AwreplError) return err;
-  return new AwreplError("internal", (err as Error)?.message ?? String(err));
-}
-
-/** Resident memory of a process in bytes, or null when it cannot be read. */
-export function processRss(pid: number): number | null {
-  try {
-    if (process.platform === "linux") {
-      const m = /VmRSS:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-      return m ? Number(m[1]) * 1024 : null;
-    }
-    if (process.platform === "darwin") {
-      const kb = Number(execFileSync("ps", ["-o", "rss=", "-p", String(pid)], { encoding: "utf8" }).trim());
-      return Number.isFinite(kb) && kb > 0 ? kb * 1024 : null;
-    }
-  } catch {
-    // gone, or not ours to read
-  }
-  return null;
 }

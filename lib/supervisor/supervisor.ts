@@ -4,12 +4,13 @@
 // together; each concern has its own:
 //   listener.ts          taking the socket (start-up lock, stale socket, 0600) and knowing it is still ours
 //   client_connection.ts one client's hello state and outbox (backpressure on live output)
-//   dispatch.ts          what a request line does: hello/stop, immediate requests, the session FIFOs
-//   session_table.ts     the named sessions and their FIFOs
+//   dispatch.ts          what a request line does: hello/stop, immediate requests, calls for a session
+//   session_table.ts     the named sessions, and who owns which call in them (each session queues its own)
 //   session_spec.ts      how a session is created from a client's spec (or the one saved with it)
 //   lifecycle.ts         idle exit, parking idle sessions, the shutdown that snapshots every session
 //   persistence.ts       snapshots around stops; requests.ts, start_lock.ts
 import type { Socket } from "node:net";
+import { processRss } from "../core/process.ts";
 import { AWREPL_VERSION, buildId, SUPERVISOR_PROTOCOL } from "../core/version.ts";
 import type { DaemonStatus, StopSnapshot } from "../protocol/supervisor.ts";
 import { builtinConfig, type Config, loadConfig } from "../settings/config.ts";
@@ -21,7 +22,7 @@ import { handleLine, type RequestHost } from "./dispatch.ts";
 import { Lifecycle, type LifecycleHost } from "./lifecycle.ts";
 import { OwnedSocket } from "./listener.ts";
 import { peerCheckAvailable, peerProblem } from "./peer.ts";
-import { processRss, SessionTable } from "./session_table.ts";
+import { SessionTable } from "./session_table.ts";
 import { sessionFactory } from "./session_spec.ts";
 
 /** Longest request line: a cell's code travels in one line. */
