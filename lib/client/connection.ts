@@ -1,6 +1,7 @@
 // One connection from a client to the supervisor: hello, then requests multiplexed by id over one
 // pending map; when the connection goes, every pending request fails with one error saying why.
 // Finding or starting the supervisor lives in start.ts; the session-shaped API in attach.ts.
+import { DeadlineError, deadline } from "../core/deadline.ts";
 import { AwreplError, isErrorCode } from "../core/errors.ts";
 import type { ClientRequest, HelloReply, OkValue, RequestId, SupervisorReply } from "../protocol/supervisor.ts";
 import type { DisplayItem } from "../protocol/result.ts";
@@ -84,17 +85,13 @@ export class SupervisorConnection {
     }
     // `op` too: a supervisor of protocol 1 reads that (the compatibility rule of docs/supervisor-protocol.md).
     conn.#line.write(JSON.stringify({ type: "hello", op: "hello", protocol: SUPERVISOR_PROTOCOL, version: AWREPL_VERSION, build: options.build === false ? undefined : buildId() }));
-    // A supervisor that accepts but never answers (stopped, wedged) must not hang every client.
-    const timer = setTimeout(() => {
-      if (conn.#state !== "greeting") return;
+    // A supervisor that accepts but never answers (stopped, wedged) must not hang every client. (A
+    // hello that fails otherwise, the connection closing, is said by #fail already.)
+    deadline(conn.hello, HELLO_TIMEOUT_MS, "the supervisor's hello", { unref: true }).catch((err) => {
+      if (!(err instanceof DeadlineError) || conn.#state !== "greeting") return;
       conn.#wedged = true;
       conn.#fail(new AwreplError("supervisor_unreachable", `The supervisor did not answer within ${HELLO_TIMEOUT_MS / 1000} s; see its log: ${layout.log}`));
-    }, HELLO_TIMEOUT_MS);
-    timer.unref?.();
-    void conn.hello.then(
-      () => clearTimeout(timer),
-      () => clearTimeout(timer),
-    );
+    });
     return conn;
   }
 

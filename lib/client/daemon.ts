@@ -4,6 +4,7 @@
 import { SupervisorConnection } from "./connection.ts";
 import { connectSupervisor } from "./start.ts";
 import { type Collected, collected } from "./attach.ts";
+import { deadline } from "../core/deadline.ts";
 import { processAlive } from "../core/process.ts";
 import { AwreplError } from "../core/errors.ts";
 import { checkSessionName } from "../core/names.ts";
@@ -110,15 +111,6 @@ const STOP_REPLY_WAIT_MS = 30_000;
 /** How long it then waits for the supervisor's process to end (it waits at most 10 s for its workers). */
 const STOP_EXIT_WAIT_MS = 15_000;
 
-/** `promise`, or a rejection after `ms`. */
-function withinMs<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
-}
-
 /** What `daemon stop` found: whether a supervisor ran, and what became of each session's state. */
 export type DaemonStopReport = {
   stopped: boolean;
@@ -162,9 +154,9 @@ export async function stopDaemonReport(options: ClientOptions = {}): Promise<Dae
   }
   // The reply comes once every session's snapshot was tried; an older supervisor answers null at once.
   // `op` too: a supervisor of protocol 1 reads that (docs/supervisor-protocol.md, "Versions").
-  const reply = await withinMs(conn.call({ type: "stop", op: "stop" }), STOP_REPLY_WAIT_MS).catch(() => null);
-  const deadline = Date.now() + STOP_EXIT_WAIT_MS;
-  while (Date.now() < deadline && processAlive(pid)) await new Promise((r) => setTimeout(r, 10));
+  const reply = await deadline(conn.call({ type: "stop", op: "stop" }), STOP_REPLY_WAIT_MS, "the supervisor's stop report").catch(() => null);
+  const stopBy = Date.now() + STOP_EXIT_WAIT_MS;
+  while (Date.now() < stopBy && processAlive(pid)) await new Promise((r) => setTimeout(r, 10));
   conn.close();
   if (processAlive(pid)) {
     throw new AwreplError("internal", `The supervisor (pid ${pid}) did not stop; see its log: ${layout.log}`);

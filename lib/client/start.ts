@@ -213,7 +213,7 @@ export function platformPackage(): string {
 }
 
 export type CommandLookup = {
-  fileURLToPath: (url: URL) => string;
+  fileURLToPath: (url: InstanceType<typeof URL>) => string; // not `URL`: Deno's checker sees only the value there
   /** require.resolve relative to this module: finds the platform package wherever npm, Deno or Bun put it. */
   resolvePackage?: (specifier: string) => string;
 };

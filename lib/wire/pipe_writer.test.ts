@@ -1,5 +1,6 @@
 import { expect, test } from "bun:test";
 import { spawn } from "node:child_process";
+import { deadline } from "../core/deadline.ts";
 import { processAlive } from "../core/process.ts";
 import { PipeWriter } from "./pipe_writer.ts";
 
@@ -22,8 +23,10 @@ test("big and small writes, some fast and some queued behind a partial write, co
       for (let i = 0; i < 200; i++) send(`after ${round}.${i}\n`); // must wait behind the rest
       await new Promise((r) => setTimeout(r, 20));
     }
+    expect(writer.ended).toBe(false);
     writer.end();
-    await Promise.race([ended, new Promise((_, reject) => setTimeout(() => reject(new Error("cat did not finish")), 20_000))]);
+    expect(writer.ended).toBe(true);
+    await deadline(ended, 20_000, "cat's end of output");
     const got = Buffer.concat(received).toString();
     expect(got.length).toBe(expected.join("").length);
     expect(got === expected.join("")).toBe(true);
@@ -40,11 +43,11 @@ test("write() says false once the reader is gone: EPIPE before the exit is seen,
     const exited = new Promise((resolve) => reader.once("exit", resolve));
     reader.kill("SIGKILL");
     // No turn of the event loop until it is gone: the stream cannot know yet, only the write can.
-    const deadline = performance.now() + 5000;
-    while (processAlive(reader.pid ?? 0)) if (performance.now() > deadline) throw new Error("sleep did not die within 5 s");
+    const giveUpAt = performance.now() + 5000;
+    while (processAlive(reader.pid ?? 0)) if (performance.now() > giveUpAt) throw new Error("sleep did not die within 5 s");
     expect(reader.stdin.destroyed).toBe(false);
     expect(writer.write("nobody reads this\n")).toBe(false);
-    await Promise.race([exited, new Promise((_, reject) => setTimeout(() => reject(new Error("no exit event within 10 s")), 10_000))]);
+    await deadline(exited, 10_000, "sleep's exit event");
     expect(writer.write("nor this\n")).toBe(false);
   } finally {
     reader.kill("SIGKILL");

@@ -11,6 +11,7 @@ export class PipeWriter {
   private fd: number | null | undefined; // undefined: not looked up yet; null: none, stream only
   private streamWrites = 0; // stream writes not yet flushed; while any, writes queue behind them
   private readerGone = false; // a write failed with EPIPE: nothing written from now on is read
+  private endCalled = false;
 
   constructor(stream: Writable | null) {
     this.stream = stream;
@@ -75,7 +76,13 @@ export class PipeWriter {
 
   /** Ends the stream after everything queued. */
   end(): void {
+    this.endCalled = true;
     this.stream?.end();
+  }
+
+  /** True once end() was called (even if the stream threw): the reader gets EOF after what was queued. */
+  get ended(): boolean {
+    return this.endCalled;
   }
 
   /**
