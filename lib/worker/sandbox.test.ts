@@ -2,7 +2,7 @@
 // sandboxed workers, also for interpreters under a hidden directory (pyenv under /root). The escape
 // attempts against a sandboxed session: tests/e2e/remote_workers.test.ts.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { PYTHON, rejection, requireBwrap, tempHome, waitFor } from "../../tests/harness/mod.ts";
@@ -83,12 +83,18 @@ describe("the bubblewrap command line", () => {
   test("awrepl's own state is hidden wherever it is, its parents pinned under a writable directory", () => {
     const state = join(tmp.home, "a", "state");
     mkdirSync(state, { recursive: true });
-    const argv = sandboxLaunch({}, { ...base(), hide: [state, "/var/lib/awrepl-test-absent"] }).prefix.join(" ");
+    const absentInside = join(tmp.home, "b", "default-state");
+    const argv = sandboxLaunch({}, { ...base(), hide: [state, "/usr/share", "/var/lib/awrepl-test-absent", absentInside] }).prefix.join(" ");
     expect(argv).toContain(`--bind ${tmp.home}/a ${tmp.home}/a`);
     expect(argv).toContain(`--tmpfs ${state}`);
     expect(argv).toContain(`--remount-ro ${state}`);
     // Not under a writable path nor a hidden directory: hidden too (a socket on a read-only mount still answers).
-    expect(argv).toContain("--tmpfs /var/lib/awrepl-test-absent");
+    expect(argv).toContain("--tmpfs /usr/share");
+    // Missing where the sandbox cannot write: nothing to hide; missing under a writable path: made
+    // private first, so a cell cannot create it and plant a config there.
+    expect(argv).not.toContain("awrepl-test-absent");
+    expect(statSync(absentInside).mode & 0o777).toBe(0o700);
+    expect(argv).toContain(`--tmpfs ${absentInside}`);
     expect(() => sandboxLaunch({ writable: [state] }, { ...base(), hide: [state] })).toThrow(`The sandbox cannot make ${state} writable: it is inside awrepl's own state`);
   });
 

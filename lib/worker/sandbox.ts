@@ -19,7 +19,7 @@
 // before --clearenv would apply), so no --clearenv/--setenv at all.
 //
 // Other platforms are refused: macOS's sandbox-exec is deprecated and not supported yet.
-import { accessSync, constants, existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync } from "node:fs";
+import { accessSync, constants, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync } from "node:fs";
 import { basename, delimiter, dirname, isAbsolute, join, resolve, sep } from "node:path";
 import { AwreplError } from "../core/errors.ts";
 import type { SandboxProfile } from "../protocol/api.ts";
@@ -219,7 +219,7 @@ export function sandboxLaunch(profile: SandboxProfile, ctx: SandboxContext): San
     if (r === "/") throw new AwreplError("usage", "The sandbox cannot make / writable");
     if (!writable.includes(r)) writable.push(r);
   }
-  const owned = (ctx.hide ?? []).map((h) => real(h) ?? resolve(h));
+  const owned = ownedPaths(ctx.hide ?? [], writable);
   checkWritable(writable, owned, home, profile);
   for (const w of writable) a.push("--bind", w, w);
   const view = writableView(writable, profile);
@@ -241,6 +241,26 @@ export function sandboxLaunch(profile: SandboxProfile, ctx: SandboxContext): San
   for (const d of readOnlyLater) a.push("--remount-ro", d);
   a.push("--chdir", cwd, "--");
   return { prefix: a, runtimePath, env: sandboxEnv(ctx.env, profile.env), writable };
+}
+
+/**
+ * awrepl's own paths to hide, as real paths. One that does not exist needs no hiding where the sandbox
+ * cannot write (bwrap could not even make its mount point there); under a writable path it is made
+ * (0700) first, so that a cell cannot create it and plant a config or snapshots in it.
+ */
+function ownedPaths(hide: string[], writable: string[]): string[] {
+  const out: string[] = [];
+  for (const h of hide) {
+    const abs = resolve(h);
+    let r = real(abs);
+    if (!r) {
+      if (!writable.some((w) => under(abs, w))) continue;
+      mkdirSync(abs, { recursive: true, mode: 0o700 });
+      r = real(abs) ?? abs;
+    }
+    if (!out.includes(r)) out.push(r);
+  }
+  return out;
 }
 
 /**
