@@ -43,7 +43,7 @@ export function buildLib(): void {
     "build", "lib/mod.ts", "--target=node", "--conditions=bun", "--format=esm", "--sourcemap=linked",
     "--outdir", "dist/lib", `--metafile=${LIB_INPUTS}`,
   ]);
-  copyFileSync(join(root, "lib", "runtime", "runtime.py"), join(LIB_DIR, "runtime.py"));
+  copyFileSync(join(root, "runtime.py"), join(LIB_DIR, "runtime.py"));
   run(join(root, "node_modules", ".bin", "tsc"), ["-p", "tsconfig.lib.json"]);
   // tsc keeps the sources' "./x.ts" in declarations; a consumer under moduleResolution node16 or
   // nodenext wants "./x.js" (which finds x.d.ts).

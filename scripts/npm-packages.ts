@@ -109,10 +109,10 @@ function platformPackage(t: Target, sums: Map<string, string>, release: string, 
 function topPackage(out: string): string {
   const dir = join(out, "awrepl");
   // The library's sources for Bun (the "bun" condition): exactly the repository files the bundle was
-  // made of (lib/**/*.ts and lib/runtime/runtime.py; not package.json, written below, nor
-  // node_modules), so no test, CLI or supervisor module ships.
+  // made of (lib/**/*.ts and runtime.py; not package.json, written below, nor node_modules), so no
+  // test, CLI or supervisor module ships.
   const sources = libInputs()
-    .filter((f) => f.startsWith("lib/"))
+    .filter((f) => f.startsWith("lib/") || f === "runtime.py")
     .map((f) => join(root, f));
   for (const f of [...sources, ...walk(LIB_DIR), ...walk(TYPES_DIR)]) copyInto(dir, f);
   for (const f of ["README.md", "LICENSE"]) if (existsSync(join(root, f))) copyInto(dir, join(root, f));
@@ -151,7 +151,7 @@ function topPackage(out: string): string {
     engines: { node: ">=20" },
     ...(Object.keys(deps).length ? { dependencies: deps } : {}),
     optionalDependencies: Object.fromEntries(RELEASE_TARGETS.map((t) => [`${SCOPE}/${npmPlatform(t)}`, rootPkg.version])),
-    files: ["bin/", "lib/", "dist/lib/", "dist/types/", "README.md", "LICENSE"],
+    files: ["bin/", "lib/", "runtime.py", "dist/lib/", "dist/types/", "README.md", "LICENSE"],
   });
   return dir;
 }

@@ -99,6 +99,13 @@ export type RuntimeRequest =
 /** Requests that get exactly one `done` (the ones carrying an id; a ping gets one when it has an id). */
 export type IdRequest = Exclude<RuntimeRequest, InterruptRequest | HostReplyRequest | ShutdownRequest | DataRequest>;
 
+/**
+ * The requests a runtime answers the moment it reads them, also while a cell runs (runtime.py's
+ * dispatch table, its `now` column; `shutdown` only with `now: true`). Every other request is queued:
+ * run strictly in order, one at a time.
+ */
+export type AtOnceType = "interrupt" | "host_reply" | "data" | "ping" | "heartbeat" | "info" | "shutdown";
+
 // ---------------------------------------------------------------------------------------------
 // Runtime protocol v3: runtime -> host events (one JSON object per line on the private fd)
 // ---------------------------------------------------------------------------------------------

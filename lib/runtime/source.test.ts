@@ -27,7 +27,7 @@ async function roundTrip(argv: string[], stdinPreamble?: Buffer): Promise<string
 describe("runtime cache", () => {
   test("the source is written once under its content hash, atomically", async () => {
     const src = await runtimeSource();
-    expect(src.text).toBe(readFileSync(new URL("./runtime.py", import.meta.url), "utf8"));
+    expect(src.text).toBe(readFileSync(new URL("../../runtime.py", import.meta.url), "utf8"));
     const path = await runtimeFile(tmp.home);
     expect(path).toBe(join(tmp.home, "runtime", `runtime-${src.hash}.py`));
     expect(readFileSync(path, "utf8")).toBe(src.text);
@@ -70,5 +70,17 @@ describe("runtime cache", () => {
     expect(interpreter.local).toBe(false);
     const launch = await runtimeLaunch(tmp.home, interpreter);
     expect(await roundTrip(launch.argv, launch.stdinPreamble)).toBe("42");
+  });
+});
+
+describe("runtime.py's layout", () => {
+  test("its docstring's contents name its sections, in file order, as their banners do", () => {
+    const source = readFileSync(new URL("../../runtime.py", import.meta.url), "utf8");
+    const doc = source.split('"""')[1] ?? "";
+    const contents = /^Contents\b[^]*?\n\n((?: {4}.*\n)+)/m.exec(doc)?.[1] ?? "";
+    const listed = [...contents.matchAll(/^ {4}(\S.*?) {2,}/gm)].map((m) => m[1]);
+    const banners = [...source.matchAll(/^# -{20,}\n# ([^:\n]+):.*\n(?:# (?!-).*\n)*# -{20,}$/gm)].map((m) => m[1]);
+    expect(listed.length).toBeGreaterThan(10);
+    expect(banners).toEqual(listed);
   });
 });

@@ -1,4 +1,4 @@
-// runtime.py, embedded in the compiled binary as text, written on first use to
+// runtime.py (at the repository's root), embedded in the compiled binary as text, written on first use to
 // <state>/runtime/runtime-<sha256 prefix>.py (temp file then rename), and compiled once per
 // interpreter to runtime-<hash>-<cache tag>.pyc so a worker's start does not pay for compiling the
 // runtime (PYTHONDONTWRITEBYTECODE is often set, and the cache file is not on an import path anyway).
@@ -16,7 +16,7 @@ export type RuntimeSource = { text: string; bytes: Buffer; hash: string };
 
 let loaded: Promise<RuntimeSource> | null = null;
 
-/** The runtime's source (embedded under Bun, read next to the package under Node). */
+/** The runtime's source (embedded under Bun, read beside the bundle under Node). */
 export function runtimeSource(): Promise<RuntimeSource> {
   loaded ??= loadSource().then((text) => {
     const bytes = Buffer.from(text, "utf8");
@@ -30,17 +30,24 @@ async function loadSource(): Promise<string> {
     try {
       // A literal specifier: `bun build --compile` embeds the file in the binary.
       // @ts-ignore -- a text import; TypeScript has no declaration for .py files.
-      const mod = (await import("./runtime.py", { with: { type: "text" } })) as { default: string };
+      const mod = (await import("../../runtime.py", { with: { type: "text" } })) as { default: string };
       if (typeof mod.default === "string") return mod.default;
     } catch {
       // Fall through to reading the file.
     }
   }
-  try {
-    return readFileSync(new URL("./runtime.py", import.meta.url), "utf8");
-  } catch (cause) {
-    throw new AwreplError("internal", "The runtime source (runtime.py) is missing from this build", { cause });
+  // Beside the bundle (dist/lib/mod.js: scripts/build-lib.ts copies it there); from the source tree
+  // (this module is lib/runtime/source.ts), the repository root's, and no guess anywhere else.
+  let missing: unknown;
+  const fromSources = import.meta.url.endsWith("/lib/runtime/source.ts");
+  for (const path of fromSources ? ["../../runtime.py"] : ["./runtime.py"]) {
+    try {
+      return readFileSync(new URL(path, import.meta.url), "utf8");
+    } catch (cause) {
+      missing = cause;
+    }
   }
+  throw new AwreplError("internal", "The runtime source (runtime.py) is missing from this build", { cause: missing });
 }
 
 function runtimeDir(home: string): string {

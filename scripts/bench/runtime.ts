@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Figures, figure, percentile, summarize, timeSpawn } from "./lib.ts";
 
-const RUNTIME = fileURLToPath(new URL("../../lib/runtime/runtime.py", import.meta.url));
+const RUNTIME = fileURLToPath(new URL("../../runtime.py", import.meta.url));
 
 type Args = { python: string; smoke: boolean; json: boolean };
 

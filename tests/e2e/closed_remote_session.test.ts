@@ -24,7 +24,7 @@ beforeAll(() => {
   // The flags of scripts/build-lib.ts (why each: there); runtime.py beside the module, as it ships.
   const built = Bun.spawnSync([BUN, "build", "lib/mod.ts", "--target=node", "--conditions=bun", "--format=esm", "--outdir", bundle], { cwd: ROOT });
   if (built.exitCode !== 0) throw new Error(`bun build lib/mod.ts failed: ${built.stderr.toString()}`);
-  copyFileSync(join(ROOT, "lib", "runtime", "runtime.py"), join(bundle, "runtime.py"));
+  copyFileSync(join(ROOT, "runtime.py"), join(bundle, "runtime.py"));
 }, 120_000);
 
 afterAll(() => {

@@ -356,7 +356,7 @@ for (const c of runnable.filter((c) => c.kind === "library")) {
       const out = join(pkg, "dist", "lib");
       const built = await exec([BUN, "build", join(ROOT, "lib", "mod.ts"), "--target=node", "--conditions=bun", "--format=esm", "--outdir", out], { cwd: ROOT, env: process.env, timeoutMs: 60_000 });
       if (built.code !== 0) throw new Error(describeRun("bundling lib/mod.ts", built));
-      copyFileSync(join(ROOT, "lib", "runtime", "runtime.py"), join(out, "runtime.py"));
+      copyFileSync(join(ROOT, "runtime.py"), join(out, "runtime.py"));
       symlinkSync(join(ROOT, "lib"), join(pkg, "lib"));
       const version = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).version as string;
       writeFileSync(

@@ -9,7 +9,7 @@ import { PYTHON } from "./common.ts";
 // Each test spawns real interpreters; on a loaded machine bun's 5 s default is too tight.
 setDefaultTimeout(30_000);
 
-export const RUNTIME_PATH = fileURLToPath(new URL("../../lib/runtime/runtime.py", import.meta.url));
+export const RUNTIME_PATH = fileURLToPath(new URL("../../runtime.py", import.meta.url));
 
 export type Event = { event: string; id?: string | null; [k: string]: unknown };
 

@@ -9,7 +9,7 @@
 // `npm run build` for this platform), as the release step makes them from dist/release/.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawn } from "node:child_process";
-import { copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { RELEASE_TARGETS } from "../../scripts/build.ts";
@@ -85,6 +85,17 @@ function run(cmd: string, args: string[], opts: RunOptions = {}): Promise<Result
   });
 }
 
+/** A PATH with no node on it (nor anything else): after the relink a call needs only /bin/sh's builtins. */
+const NO_NODE_PATH = "/nonexistent";
+
+/** A new project with awrepl installed from the registry: node_modules/.bin/awrepl as npm links it. */
+async function installedProject(name: string): Promise<string> {
+  const dir = newProject(name);
+  const r = await run("npm", ["install", "--prefer-offline", "awrepl"], { cwd: dir });
+  if (r.code !== 0) throw new Error(`npm install in ${dir} failed: ${r.stderr}`);
+  return dir;
+}
+
 function newProject(name: string): string {
   const dir = join(work, name);
   mkdirSync(dir, { recursive: true });
@@ -140,7 +151,7 @@ afterAll(() => {
 describe.skipIf(!NATIVE_FILE)("npm packages", () => {
   test("npm pack: awrepl holds the launcher and the library, not the CLI or tests; the platform package holds the executable", () => {
     const top = listTarball(tarballs.top);
-    for (const f of ["package.json", "README.md", "bin/awrepl", "bin/package.json", "dist/lib/mod.js", "dist/lib/runtime.py", "dist/types/lib/mod.d.ts", "lib/mod.ts", "lib/runtime/runtime.py", "lib/client/start.ts"]) {
+    for (const f of ["package.json", "README.md", "bin/awrepl", "bin/package.json", "dist/lib/mod.js", "dist/lib/runtime.py", "dist/types/lib/mod.d.ts", "lib/mod.ts", "runtime.py", "lib/client/start.ts"]) {
       expect(top).toContain(f);
     }
     expect(top.filter((f) => f.startsWith("lib/cli/") || f.endsWith(".test.ts") || f.startsWith("tests/") || f === "main.ts")).toEqual([]);
@@ -164,21 +175,96 @@ describe.skipIf(!NATIVE_FILE)("npm packages", () => {
     expect(registry.refused).toEqual([]);
   });
 
-  test("npx awrepl --self-test passes; afterwards node_modules/.bin/awrepl is the executable itself", async () => {
+  test("npx awrepl --self-test passes; afterwards node_modules/.bin/awrepl runs the executable without Node", async () => {
     await withHome(async (home) => {
       const r = await run("npx", ["awrepl", "--self-test"], { cwd: project, env: { AWREPL_HOME: home } });
       expect(r.stdout).toContain("SELF-TEST: awrepl ok");
       expect(r.code).toBe(0);
     });
-    // npx ran it through node_modules/.bin/awrepl, which now points at the executable; the package's
-    // own bin/awrepl stays the JavaScript launcher (for pnpm's shims, yarn 2+, Windows).
+    // npx ran it through node_modules/.bin/awrepl, which now points at bin/awrepl-direct (a /bin/sh
+    // script that execs the executable, and JavaScript that runs the launcher when Node reads it); the
+    // package's own bin/awrepl stays the JavaScript launcher (for pnpm's shims, yarn 2+, Windows).
     const link = join(project, "node_modules", ".bin", "awrepl");
-    expect(readlinkSync(link)).toBe(join("..", "@awrepl", NATIVE, "bin", "awrepl"));
+    expect(readlinkSync(link)).toBe(join("..", "awrepl", "bin", "awrepl-direct"));
     expect(lstatSync(join(project, "node_modules", "awrepl", "bin", "awrepl")).isFile()).toBe(true);
     expect(readFileSync(join(project, "node_modules", "awrepl", "bin", "awrepl"), "utf8")).toStartWith("#!/usr/bin/env node");
-    const v = await run(link, ["--version"]);
+    const v = await run(link, ["--version"], { env: { PATH: NO_NODE_PATH } }); // no node to run a launcher
+    expect(v.stderr).toBe("");
     expect(v.stdout.trim()).toBe(VERSION);
+    expect(v.code).toBe(0);
     expect(registry.refused).toEqual([]);
+  }, 120_000);
+
+  test("8 parallel first runs right after npm install, 5 times: every one runs (none gets a link re-pointed under it)", async () => {
+    // The kernel picks node from the launcher's #! line, then node opens the link's path again: a run
+    // that another run's relink overtook between the two used to load the executable as JavaScript
+    // (SyntaxError, exit 1: 9 of 40).
+    const failures: string[] = [];
+    const ends: { direct: boolean; bin: string[]; package: string[] }[] = [];
+    await withHome(async (home) => {
+      for (let round = 0; round < 5; round++) {
+        const dir = await installedProject(`parallel-${round}`);
+        const link = join(dir, "node_modules", ".bin", "awrepl");
+        expect(realpathSync(link)).toBe(realpathSync(join(dir, "node_modules", "awrepl", "bin", "awrepl"))); // a first run
+        const runs = await Promise.all(Array.from({ length: 8 }, () => run(link, ["--version"], { env: { AWREPL_HOME: home }, timeoutMs: 60_000 })));
+        for (const [i, r] of runs.entries()) {
+          if (r.code !== 0 || r.stdout.trim() !== VERSION || r.stderr !== "") failures.push(`round ${round} run ${i}: exit ${r.code} ${r.signal ?? ""}, stdout ${JSON.stringify(r.stdout)}, stderr ${JSON.stringify(r.stderr.slice(0, 300))}`);
+        }
+        // And the relink they raced to do happened: the next call needs no Node; no temporary file is left.
+        const after = await run(link, ["--version"], { env: { AWREPL_HOME: home, PATH: NO_NODE_PATH } });
+        ends.push({
+          direct: after.stdout.trim() === VERSION,
+          bin: readdirSync(join(dir, "node_modules", ".bin")).sort(),
+          package: readdirSync(join(dir, "node_modules", "awrepl", "bin")).sort(),
+        });
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+    expect(failures).toEqual([]);
+    expect(ends).toEqual(Array(5).fill({ direct: true, bin: ["awrepl"], package: ["awrepl", "awrepl-direct", "package.json"] }));
+  }, 300_000);
+
+  test("Node reading the re-pointed link (what the loser of that race does) runs the launcher", async () => {
+    const dir = await installedProject("node-reads-link");
+    const link = join(dir, "node_modules", ".bin", "awrepl");
+    await withHome(async (home) => {
+      expect((await run(link, ["--version"], { env: { AWREPL_HOME: home } })).code).toBe(0); // the relink
+      expect(readlinkSync(link)).toBe(join("..", "awrepl", "bin", "awrepl-direct"));
+      const r = await run("node", [link, "--version"], { env: { AWREPL_HOME: home } });
+      expect(r.stderr).toBe("");
+      expect(r.stdout.trim()).toBe(VERSION);
+      expect(r.code).toBe(0);
+    });
+    rmSync(dir, { recursive: true, force: true });
+  }, 120_000);
+
+  test("after the relink: a removed platform package is explained; a moved project still runs and is relinked", async () => {
+    const dir = await installedProject("relinked");
+    const link = join(dir, "node_modules", ".bin", "awrepl");
+    await withHome(async (home) => {
+      expect((await run(link, ["--version"], { env: { AWREPL_HOME: home } })).code).toBe(0); // the relink
+      // Moved: the direct script's executable path is stale, so the launcher runs it and points it anew.
+      const moved = `${dir}-moved`;
+      renameSync(dir, moved);
+      const movedLink = join(moved, "node_modules", ".bin", "awrepl");
+      const m = await run(movedLink, ["--version"], { env: { AWREPL_HOME: home } });
+      expect(m.stderr).toBe("");
+      expect(m.stdout.trim()).toBe(VERSION);
+      expect(m.code).toBe(0);
+      expect(readFileSync(join(moved, "node_modules", "awrepl", "bin", "awrepl-direct"), "utf8")).toContain(join(moved, "node_modules", "@awrepl", NATIVE, "bin", "awrepl"));
+      expect((await run(movedLink, ["--version"], { env: { AWREPL_HOME: home, PATH: NO_NODE_PATH } })).stdout.trim()).toBe(VERSION);
+      // The platform package removed: the launcher's explanation, not a bare "No such file or directory".
+      rmSync(join(moved, "node_modules", "@awrepl", NATIVE), { recursive: true, force: true });
+      const r = await run(movedLink, ["--version"], { env: { AWREPL_HOME: home } });
+      expect(r.stderr).toContain(`the package @awrepl/${NATIVE}, which holds the awrepl executable for ${NATIVE}, is not installed`);
+      expect(r.code).toBe(125);
+      // Without node on PATH there is no launcher to ask: the script names what is missing itself.
+      const bare = await run(movedLink, ["--version"], { env: { AWREPL_HOME: home, PATH: NO_NODE_PATH } });
+      expect(bare.stderr).toContain(`awrepl: ${join(moved, "node_modules", "@awrepl", NATIVE, "bin", "awrepl")} is missing`);
+      expect(bare.stderr).toContain("npm install");
+      expect(bare.code).toBe(125);
+      rmSync(moved, { recursive: true, force: true });
+    });
   }, 120_000);
 
   test("npm install -g: the global command runs the executable; npm uninstall -g removes it", async () => {
@@ -189,8 +275,13 @@ describe.skipIf(!NATIVE_FILE)("npm packages", () => {
     const bin = join(prefix, "bin", "awrepl");
     const first = await run(bin, ["--version"]);
     expect(first.stdout.trim()).toBe(VERSION);
-    // The first run re-pointed the global command at the executable.
-    expect(realpathSync(bin)).toBe(realpathSync(join(prefix, "lib", "node_modules", "awrepl", "node_modules", "@awrepl", NATIVE, "bin", "awrepl")));
+    // The first run re-pointed the global command at the script that runs the executable directly,
+    // inside the package (so npm still owns the link: uninstall removes it, an upgrade may replace it).
+    expect(realpathSync(bin)).toBe(realpathSync(join(prefix, "lib", "node_modules", "awrepl", "bin", "awrepl-direct")));
+    expect((await run(bin, ["--version"], { env: { PATH: NO_NODE_PATH } })).stdout.trim()).toBe(VERSION);
+    const again = await run("npm", ["install", "-g", "--prefix", prefix, "awrepl"]); // over the re-pointed link
+    expect(again.stderr).not.toContain("EEXIST");
+    expect(again.code).toBe(0);
     const u = await run("npm", ["uninstall", "-g", "--prefix", prefix, "awrepl"]);
     expect(u.code).toBe(0);
     expect(existsSync(bin)).toBe(false);
@@ -220,7 +311,9 @@ describe.skipIf(!NATIVE_FILE)("npm packages", () => {
     copyFileSync(SMOKE, join(dir, "smoke.mjs"));
     // The permissions the README lists, not -A.
     const allow = ["--allow-read", "--allow-write", "--allow-run", "--allow-env", "--allow-net", "--allow-sys"];
-    const r = await withHome((home) => run(DENO, ["run", ...allow, "smoke.mjs"], { cwd: dir, env: { AWREPL_HOME: home, AWREPL_SMOKE_ENTRY: `npm:awrepl@${VERSION}` } }));
+    // --no-config, --no-lock: a deno.json in a directory above (/tmp/deno.json, left by anyone) would
+    // otherwise be this script's config, and its deno.lock pin tarball URLs of an earlier run's registry.
+    const r = await withHome((home) => run(DENO, ["run", "--no-config", "--no-lock", ...allow, "smoke.mjs"], { cwd: dir, env: { AWREPL_HOME: home, AWREPL_SMOKE_ENTRY: `npm:awrepl@${VERSION}` } }));
     const report = JSON.parse(r.stdout.trim().split("\n").at(-1) ?? "{}");
     expect(report.failures).toBeUndefined();
     expect(report.ok).toBe(true);

@@ -74,23 +74,25 @@ Events (runtime -> host):
 A malformed line gets an error event with ename "ProtocolError" (id null, or the
 request's id plus a failed done when the id is readable); the runtime keeps serving.
 
-Sections, in file order (each opens with a ``# ----`` banner):
+Contents, in file order (each section's ``# ----`` banner starts with its name; in
+brackets, the objects holding the state it owns):
 
     Channels         the private protocol fds and the fd 1/2 pipes (os-level only before ready)
-    Framing          JSON encoding, the write lock, the Python-level output batch
-    Streams, pumps   sys.stdout/stderr objects, print, the fd pump threads and their fences
-    Requests         the queue, the active request, interrupts
-    Errors           tracebacks without runtime frames, the repeat line, hints
+    Framing          JSON encoding, the write lock, the Python-level output batch [_out]
+    Streams, pumps   sys.stdout/stderr, print, the fd pump threads and their fences
+    Requests         the queue, the active request, interrupts [_rq, _cell]
+    Errors           tracebacks without runtime frames, the repeat line, call-shape remedies
     Execution        compiling a cell, top-level await, the trailing value, finishing a request
-    The loop         the asyncio loop, created lazily; request dispatch
+    The loop         the asyncio loop, created lazily; running queued requests [_aio]
     Namespace        the user namespace and the ``awrepl`` module (emit, host_request)
     Rich display     display(), the Jupyter repr protocol, matplotlib inline, IPython.display hooks
     Reading          who reads requests (the main thread between requests, the reader thread
-                     while one runs); interrupts, ping, heartbeat, exit now; the watchdog
-    Introspection    variables, inspect, reset, list_names
+                     while one runs); the requests answered at once; the watchdog [_rd, _wd]
+    Introspection    variables, inspect, reset, list_names; a repr's time budget [_budget]
     Editing help     complete, is_complete
     Signatures       the published-call index and the call-shape remedies drawn from it
     Snapshots        snapshot / restore: dill when importable, else pickle
+    Dispatch         every request type and who answers it, declared once [_REQUESTS]
     Start-up         main(), the serve loop, exit
 
 Interrupts: the reader thread, which reads requests while one runs, SIGINTs the main
@@ -135,13 +137,17 @@ BOOTSTRAP = (
 _G = globals()  # frames whose globals are this dict are the runtime's own: stripped from tracebacks
 _main_ident = _thread.get_ident()
 _pid = os.getpid()
-_forked = False
-_proto_fd = -1
-_req_fd = -1
+
+
+def _held_lock():  # a lock already taken: whoever waits on it is woken by its release
+    lock = _thread.allocate_lock()
+    lock.acquire()
+    return lock
 
 
 # ---------------------------------------------------------------------------------------------
-# Channels (only os-level work before `ready`: every import here is start-up latency)
+# Channels: the private protocol fds and the fd 1/2 pipes (only os-level work before `ready`:
+# every import here is start-up latency)
 # ---------------------------------------------------------------------------------------------
 
 # The runtime's private fds (the protocol channel, the pump pipes, the watchdog's pipes) sit at the
@@ -194,17 +200,15 @@ class _Pump(object):
         self.wfd = _move_high(w)  # private write end: fence markers, keeps the pipe alive if fd is closed
         self.seen = 0  # fence markers seen by the pump thread
         self.busy = False
-        self.wake = _thread.allocate_lock()
-        self.wake.acquire()
+        self.wake = _held_lock()
         self.decoder = None  # the pump thread's incremental UTF-8 decoder
         self.carry = b""  # a fence marker's first bytes, held until the rest arrives
         self.turn = 0  # when the pump thread last read this pipe
 
 
 def _setup_fds():
-    global _proto_fd, _req_fd
-    _proto_fd = _move_high(os.dup(1))
-    _req_fd = _move_high(os.dup(0))
+    _out.fd = _move_high(os.dup(1))
+    _rd.fd = _move_high(os.dup(0))
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.close(null)
@@ -213,32 +217,46 @@ def _setup_fds():
 
 def _write_all(data):
     try:
-        n = _os_write(_proto_fd, data)
+        n = _os_write(_out.fd, data)
         if n == len(data):
             return
         view = memoryview(data)[n:]
         while view:
-            view = view[_os_write(_proto_fd, view):]
+            view = view[_os_write(_out.fd, view):]
     except BrokenPipeError:
         _os_exit(0)  # the host is gone: nobody reads our frames any more
 
 
 # ---------------------------------------------------------------------------------------------
-# Framing: JSON encoding, the write lock, the Python-level output batch
+# Framing: JSON encoding, the write lock, the Python-level output batch [_out]
 # ---------------------------------------------------------------------------------------------
 
+class _Output(object):
+    """The events' channel, the pipes behind fds 1 and 2, the live cell's batch of Python-level
+    writes. Only the main thread appends to the batch, without the lock (the GIL makes list.append
+    atomic); flushers hold _wlock and remove exactly the parts they ship: no append is ever lost."""
+
+    __slots__ = ("fd", "pumps", "fence_poll", "libc", "parts", "size", "chan", "bid", "live",
+                 "deferred", "forked")
+
+    def __init__(self):
+        self.fd = -1  # the private dup of the original fd 1
+        self.pumps = ()  # the _Pump of fd 1 and of fd 2
+        self.fence_poll = None  # the main thread's poll of the pump pipes (see _fence)
+        self.libc = None  # ctypes' C library, for fflush at a fence
+        self.parts = []  # the batch: the live cell's writes not shipped yet
+        self.size = 0  # their length
+        self.chan = None  # their channel, "stdout" or "stderr"
+        self.bid = None  # the live cell's id while its batch is open, else None
+        self.live = None  # id of the execute request currently running
+        self.deferred = False  # a SIGINT that came mid-frame, retried once the frame is written
+        self.forked = False  # a forked child: it writes no frames (its text goes to fds 1/2)
+
+
+_out = _Output()
 _wlock = _thread.RLock()  # one frame at a time; the main thread holding it defers SIGINT
 _wlock_owned = _wlock._is_owned
-_kbi_deferred = False
-_enc = None
-_enc_ascii = None
-_make_encoder = None
-_esc_ascii = None
-_esc_utf8 = None
-
-
-def _json_default(o):
-    return repr(o)
+_enc = _enc_ascii = _loads = _make_encoder = _esc_ascii = _esc_utf8 = None  # bound by _init_json
 
 
 class _ScanContext(object):
@@ -258,7 +276,7 @@ class _ScanContext(object):
 
 def _init_json():
     """JSON straight from the _json accelerator: the json package would import re and enum,
-    a few milliseconds of every session's first result."""
+    a few milliseconds of every session's first result. What JSON cannot hold goes as its repr."""
     global _enc, _enc_ascii, _loads, _esc_ascii, _esc_utf8, _make_encoder
     try:
         import _json
@@ -271,13 +289,13 @@ def _init_json():
         from json.encoder import encode_basestring, encode_basestring_ascii
         _esc_ascii, _esc_utf8 = encode_basestring_ascii, encode_basestring
         _enc = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"),
-                                default=_json_default).encode
+                                default=repr).encode
         _enc_ascii = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"),
-                                      default=_json_default).encode
+                                      default=repr).encode
         _loads = json.loads
         return
-    enc = _make_encoder(None, _json_default, _esc_utf8, None, ":", ",", False, False, False)
-    enc_ascii = _make_encoder(None, _json_default, _esc_ascii, None, ":", ",", False, False, False)
+    enc = _make_encoder(None, repr, _esc_utf8, None, ":", ",", False, False, False)
+    enc_ascii = _make_encoder(None, repr, _esc_ascii, None, ":", ",", False, False, False)
     _enc = lambda o: "".join(enc(o, 0))  # noqa: E731
     _enc_ascii = lambda o: "".join(enc_ascii(o, 0))  # noqa: E731
     ws = " \t\n\r"
@@ -303,11 +321,6 @@ def _json_check(obj):
         import json
         return len(json.dumps(obj, ensure_ascii=False, separators=(",", ":")))
     return sum(map(len, _make_encoder({}, reject, _esc_utf8, None, ":", ",", False, False, True)(obj, 0)))
-
-
-def _loads(s):  # replaced by _init_json
-    _init_json()
-    return _loads(s)
 
 
 def _sanitize(o):
@@ -336,20 +349,10 @@ def _frame(obj):
         return s.encode("ascii") + b"\n"
 
 
-# Pending batch of Python-level writes from the live cell. Only the main thread appends, without
-# the lock (the GIL makes list.append atomic); flushers hold _wlock and remove exactly the parts
-# they ship (del parts[:n]), so a concurrent append is never lost.
-_bparts = []
-_bsize = 0
-_bchan = None
-_bid = None  # the live cell's id while its batch is open, else None
-_timer_wake = _thread.allocate_lock()
-_timer_wake.acquire()
-_live_cell = None  # id of the execute request currently running
+_timer_wake = _held_lock()  # released when a request starts while the batch timer sleeps
 BATCH_BYTES = 8192
 BATCH_SECONDS = 0.05
 TIMER_LINGER_SECONDS = 0.2
-_requests_started = 0
 
 
 # Control bytes JSON needs escaped, other than the \t \n \r the fast path replaces itself.
@@ -385,62 +388,59 @@ def _text_frame(chan, cid, text):
 
 
 def _flush_batch_locked():
-    global _bsize
-    n = len(_bparts)
+    n = len(_out.parts)
     if not n:
         return
-    text = "".join(_bparts[:n])
-    del _bparts[:n]
-    _bsize = 0
-    _write_all(_text_frame(_bchan, _bid, text))
+    text = "".join(_out.parts[:n])
+    del _out.parts[:n]
+    _out.size = 0
+    _write_all(_text_frame(_out.chan, _out.bid, text))
 
 
 def _flush_batch():
     with _wlock:
         _flush_batch_locked()
-    if _kbi_deferred:
+    if _out.deferred:
         _retry_deferred_sigint()
 
 
 def _close_batch(data):
     """The request ends: its batch ships, then data (result and done). Later writes carrying
     its id (tasks outliving the cell) go unbatched."""
-    global _bid, _bchan
-    if _forked:
+    if _out.forked:
         return
     with _wlock:
         _flush_batch_locked()
-        _bid = None
-        _bchan = None
+        _out.bid = None
+        _out.chan = None
         if data:
             _write_all(data)
-    if _kbi_deferred:
+    if _out.deferred:
         _retry_deferred_sigint()
 
 
 def _retry_deferred_sigint():
-    global _kbi_deferred
-    if _kbi_deferred and _thread.get_ident() == _main_ident and not _wlock_owned():
-        _kbi_deferred = False
+    if _out.deferred and _thread.get_ident() == _main_ident and not _wlock_owned():
+        _out.deferred = False
         _on_sigint(2, None)
 
 
 def _send(obj, prefix=None):
     """Ship one event; a pending batch goes first so order within the channel holds."""
-    if _forked:
+    if _out.forked:
         return _send_forked(obj)
     data = _frame(obj)
     _write_event(data if prefix is None else prefix + data)
 
 
 def _write_event(data):
-    if _forked:
+    if _out.forked:
         return _forked_write(data)
     with _wlock:
-        if _bparts:
+        if _out.parts:
             _flush_batch_locked()
         _write_all(data)
-    if _kbi_deferred:
+    if _out.deferred:
         _retry_deferred_sigint()
 
 
@@ -465,14 +465,13 @@ def _send_forked(obj):
 
 def _batch_open(chan, cid, s):
     """Slow path of a live-cell write: (re)open the batch for this channel, then append."""
-    global _bchan, _bid, _bsize
     with _wlock:
         _flush_batch_locked()
-        _bchan = chan
-        _bid = cid
-        _bparts.append(s)
-        _bsize = len(s)
-    if _kbi_deferred:
+        _out.chan = chan
+        _out.bid = cid
+        _out.parts.append(s)
+        _out.size = len(s)
+    if _out.deferred:
         _retry_deferred_sigint()
 
 
@@ -493,33 +492,34 @@ def _batch_timer():
     not pay."""
     _block_sigint()
     while True:
-        _timer_wake.acquire()  # released when a request starts while the timer sleeps
+        _timer_wake.acquire()
         flushed = quiet = _monotonic()
-        seen = _requests_started
+        seen = _rq.started
         while True:
-            r = _active
-            watch = r is not None and _turn_main
+            r = _rq.active
+            watch = r is not None and _rd.main
             _sleep(TURN_SECONDS if watch else BATCH_SECONDS)
             if watch:
                 _give_turn(r)
             now = _monotonic()
-            if _bparts and now - flushed >= BATCH_SECONDS * 0.9:
+            if _out.parts and now - flushed >= BATCH_SECONDS * 0.9:
                 with _wlock:
                     _flush_batch_locked()
                 flushed = now
-            if _requests_started != seen or _active is not None or _live_cell is not None or _bparts:
-                seen = _requests_started
+            if _rq.started != seen or _rq.active is not None or _out.live is not None or _out.parts:
+                seen = _rq.started
                 quiet = now
             elif now - quiet >= TIMER_LINGER_SECONDS:
                 break
 
 
 # ---------------------------------------------------------------------------------------------
-# Python-level streams and fd pumps
+# Streams, pumps: sys.stdout/stderr, print, the fd pump threads and their fences
 # ---------------------------------------------------------------------------------------------
 
 def _make_stream_class():
     import io
+    out = _out
 
     class Stream(io.TextIOBase):
         """sys.stdout / sys.stderr: writes are tagged with the writing context's cell id."""
@@ -541,14 +541,13 @@ def _make_stream_class():
                     raise TypeError("write() argument must be str, not %s" % type(s).__name__)
                 s = str.__str__(s)
             if s:
-                global _bsize
                 cid = _cell_get(None)
-                if cid is _bid and cid is not None and self._chan is _bchan:
-                    _bparts.append(s)  # the live cell's open batch: the hot path
-                    _bsize += len(s)
-                    if _bsize >= BATCH_BYTES:
+                if cid is out.bid and cid is not None and self._chan is out.chan:
+                    out.parts.append(s)  # the live cell's open batch: the hot path
+                    out.size += len(s)
+                    if out.size >= BATCH_BYTES:
                         _flush_batch()
-                elif cid is not None and cid == _live_cell:
+                elif cid is not None and cid == out.live:
                     _batch_open(self._chan, cid, s)
                 else:  # user threads, tasks outliving their cell: shipped at once
                     _write_event(_text_frame(self._chan, cid, s))
@@ -571,7 +570,7 @@ def _make_stream_class():
 
         def flush(self):
             # print(..., flush=True) before os._exit or a long C call must not lose the batch
-            if _bparts:
+            if _out.parts:
                 _flush_batch()
             if self._buffer is not None:
                 self._buffer.flush()
@@ -601,9 +600,9 @@ def _make_print(stream_class):
     """
     builtin_print = _builtins_mod.print
     sys_ = sys
+    out = _out
 
     def print(*args, sep=" ", end="\n", file=None, flush=False):
-        global _bsize
         f = sys_.stdout if file is None else file
         if type(f) is not stream_class or type(sep) is not str or type(end) is not str:
             return builtin_print(*args, sep=sep, end=end, file=file, flush=flush)
@@ -619,10 +618,10 @@ def _make_print(stream_class):
             except ValueError:  # an int too long for str(): the builtin writes the parts before it
                 return builtin_print(*args, sep=sep, end=end, file=file, flush=flush)
         cid = _cell_get(None)
-        if cid is _bid and cid is not None and f._chan is _bchan:
-            _bparts.append(s)  # Stream.write's hot path, inlined: it is the other half of the cost
-            _bsize += len(s)
-            if _bsize >= BATCH_BYTES:
+        if cid is out.bid and cid is not None and f._chan is out.chan:
+            out.parts.append(s)  # Stream.write's hot path, inlined: it is the other half of the cost
+            out.size += len(s)
+            if out.size >= BATCH_BYTES:
                 _flush_batch()
         else:
             f.write(s)
@@ -764,9 +763,9 @@ def _fence(pumps, r):
         except Exception:
             pass
     unread = None  # the pipes holding bytes: one poll for both
-    if _fence_poll is not None:
+    if _out.fence_poll is not None:
         try:
-            unread = [fd for fd, _ in _fence_poll.poll(0)]
+            unread = [fd for fd, _ in _out.fence_poll.poll(0)]
         except OSError:
             pass
     waits = []
@@ -788,20 +787,15 @@ def _fence(pumps, r):
             p.wake.acquire(True, min(left, 0.5))
 
 
-_libc = None
-_fence_poll = None
-
-
 def _libc_fflush():
-    global _libc
     import ctypes
-    if _libc is None:
-        _libc = ctypes.CDLL(None)
-    _libc.fflush(None)
+    if _out.libc is None:
+        _out.libc = ctypes.CDLL(None)
+    _out.libc.fflush(None)
 
 
 # ---------------------------------------------------------------------------------------------
-# Requests: the queue, the active request, interrupts
+# Requests: the queue, the active request, interrupts [_rq, _cell]
 # ---------------------------------------------------------------------------------------------
 
 class _Req(object):
@@ -824,86 +818,107 @@ class _Req(object):
         self.file_prev = _NOTHING
 
 
-_slock = _thread.allocate_lock()
-_active = None
-_queued = []
-_reqq = None  # _queue.SimpleQueue
-_loop = None  # the asyncio loop, created the first time a cell needs it
-_wake = None
-_dispatcher_task = None
-_first_job = None
-_sig_for = None
-_stop = False
-_serving = False
-_use_signal = True
+class _Requests(object):
+    """The queued requests: the one running, those waiting, and how interrupts reach them."""
+
+    __slots__ = ("lock", "active", "queued", "q", "started", "sig_for", "use_signal", "stop", "serving")
+
+    def __init__(self):
+        self.lock = _thread.allocate_lock()  # guards active and queued
+        self.active = None  # the request running now
+        self.queued = []  # read, not begun: an interrupt may park on one
+        self.q = None  # the _queue.SimpleQueue the serve loop takes them from
+        self.started = 0  # requests begun so far (the batch timer watches it)
+        self.sig_for = None  # the request a SIGINT sent by the reader thread is meant for
+        self.use_signal = True  # interrupts SIGINT the main thread (else: cancel the cell's task)
+        self.stop = False  # a shutdown ran: the serve loop ends
+        self.serving = False  # this process serves the protocol (awrepl.is_active())
+
+
+_rq = _Requests()
 
 
 def _enqueue(r):
-    with _slock:
-        _queued.append(r)
-    _reqq.put(r)
-    lp = _loop
+    with _rq.lock:
+        _rq.queued.append(r)
+    _rq.q.put(r)
+    lp = _aio.loop
     if lp is not None:
         try:
-            lp.call_soon_threadsafe(_wake)
+            lp.call_soon_threadsafe(_aio.wake)
         except RuntimeError:
             pass
 
 
-def _activate(r):
-    global _active, _live_cell, _requests_started
-    if not _watchdog_started:
+def _begin(r):
+    """Queued request r becomes the active one; False when a parked interrupt has answered it."""
+    if not _wd.started:
         _start_watchdog()  # not before ready: spawning it is not on the path to the handshake
-    if _sh_pids:
+    if _wd.sh_pids:
         _reap_sh()
-    with _slock:
-        _active = r
+    with _rq.lock:
+        _rq.active = r
         try:
-            _queued.remove(r)
+            _rq.queued.remove(r)
         except ValueError:
             pass
     if r.type == "execute":
-        _live_cell = r.id
+        _out.live = r.id
         _fast_switching(True)
-    _requests_started += 1
+    _rq.started += 1
     if _timer_wake.locked():
         _timer_wake.release()  # the batch timer ticks while requests come
-    return r.kbi
+    if not r.kbi or r.type == "shutdown":  # a shutdown runs all the same
+        return True
+    if r.type == "execute":
+        _fail(r, KeyboardInterrupt())
+        _finish(r)
+    else:
+        _finish(r, {"reason": "interrupted"}, "error")
+    return False
 
 
+class _Cell(object):
+    """The cells: how many ran, the running one's display state, the switch interval it replaced."""
+
+    __slots__ = ("count", "display", "saved_switch")
+
+    def __init__(self):
+        self.count = 0  # names the next cell: <cell-N>
+        self.display = None
+        self.saved_switch = None
+
+
+_cell = _Cell()
 CELL_SWITCH_INTERVAL = 0.001
-_saved_switch = None
 
 
 def _fast_switching(on):
     """While a cell runs, the GIL changes hands every 1 ms instead of 5: the reader thread must win
     it from a busy cell to deliver an interrupt. The user's own setting is restored afterwards
     (and left alone if the cell changed it)."""
-    global _saved_switch
     if on:
         cur = sys.getswitchinterval()
         if cur > CELL_SWITCH_INTERVAL:
-            _saved_switch = cur
+            _cell.saved_switch = cur
             sys.setswitchinterval(CELL_SWITCH_INTERVAL)
-    elif _saved_switch is not None:
+    elif _cell.saved_switch is not None:
         if abs(sys.getswitchinterval() - CELL_SWITCH_INTERVAL) < 1e-7:
-            sys.setswitchinterval(_saved_switch)
-        _saved_switch = None
+            sys.setswitchinterval(_cell.saved_switch)
+        _cell.saved_switch = None
 
 
-def _interrupt(rid):
-    """Whoever reads requests: route an interrupt to the running request, or park it on a queued
-    one."""
-    global _sig_for
-    with _slock:
-        a = _active
+def _now_interrupt(rid, msg):
+    """interrupt (at once): route it to the running request, or park it on a queued one."""
+    with _rq.lock:
+        a = _rq.active
         target = None
         if rid is None:
-            target = a if a is not None else (_queued[0] if _queued else None)
+            target = a if a is not None else (_rq.queued[0] if _rq.queued else None)
         elif a is not None and a.id == rid:
             target = a
         else:
-            for q in _queued:
+            for q in _rq.queued:
                 if q.id == rid:
                     target = q
                     break
@@ -912,13 +927,13 @@ def _interrupt(rid):
         target.kbi = True
         if target is not a:
             return  # parked: delivered when it becomes active
-    if _use_signal:
-        _sig_for = a
+    if _rq.use_signal:
+        _rq.sig_for = a
         _signal.pthread_kill(_main_ident, _signal.SIGINT)
     else:
         # No pthread_kill (Windows): cancel the cell's task on the loop. Cells suspended at an
         # await interrupt normally; cells in synchronous code cannot be broken.
-        lp = _loop
+        lp = _aio.loop
         if lp is not None and a.task is not None:
             a.cancelled = True
             lp.call_soon_threadsafe(_cancel_req, a)
@@ -934,44 +949,37 @@ def _cancel_req(r):
 
 def _current_task():
     try:
-        return _asyncio.current_task(_loop)
+        return _aio.asyncio.current_task(_aio.loop)
     except Exception:
         return None
 
 
 def _on_sigint(signum, frame):
     """Main thread. Raise KeyboardInterrupt where it belongs, or cancel the cell's task."""
-    global _kbi_deferred, _sig_for, _repr_expired
-    if _forked:
+    if _out.forked:
         raise KeyboardInterrupt
-    tok = _repr_expired
+    tok = _budget.expired
     if tok is not None:  # sent by a repr budget (_repr_budget): ends that one repr, nothing else
-        _repr_expired = None
-        a = _active
+        _budget.expired = None
+        a = _rq.active
         if a is not None and not a.kbi:
-            if tok is _repr_clock[0] and a.in_user and not _wlock_owned():
+            if tok is _budget.clock[0] and a.in_user and not _wlock_owned():
                 raise _ReprTimedOut()
             return  # that repr has finished since
-    r = _active
-    s = _sig_for
-    _sig_for = None
+    r = _rq.active
+    s = _rq.sig_for
+    _rq.sig_for = None
     if r is None or r.done:
         return  # nothing running: ignored
     if s is not None and s is not r:
         return  # meant for a request that has finished since
     r.kbi = True
     if _wlock_owned():
-        _kbi_deferred = True  # mid-frame: retried once the frame is written
+        _out.deferred = True  # mid-frame: retried once the frame is written
         return
     t = r.task
-    if _loop is None or t is None:
-        if r.in_user:
-            r.pending = False
-            raise KeyboardInterrupt
-        r.pending = True
-        return
-    cur = _current_task()
-    if cur is t:
+    cur = t if _aio.loop is None or t is None else _current_task()
+    if cur is t:  # no loop, or the cell's own task holds the thread: raise here if its code runs
         if r.in_user:
             r.pending = False
             raise KeyboardInterrupt
@@ -981,10 +989,10 @@ def _on_sigint(signum, frame):
     # land in the wrong context, so cancel the cell's task (reported as KeyboardInterrupt).
     if not t.done():
         r.cancelled = True
-        _loop.call_soon_threadsafe(_cancel_req, r)
+        _aio.loop.call_soon_threadsafe(_cancel_req, r)
     else:
         r.pending = True
-    if cur is not None and cur is not _dispatcher_task:
+    if cur is not None and cur is not _aio.dispatcher:
         raise KeyboardInterrupt  # a background task blocking the only thread dies with it
 
 
@@ -1134,13 +1142,12 @@ def _protocol_error(rid, message):
 
 
 # ---------------------------------------------------------------------------------------------
-# Execution
+# Execution: compiling a cell, top-level await, the trailing value, finishing a request
 # ---------------------------------------------------------------------------------------------
 
 _CO_COROUTINE = 0x80
 _TLA = 0x2000  # PyCF_ALLOW_TOP_LEVEL_AWAIT
 _AST_ONLY = 0x400  # PyCF_ONLY_AST
-_cell_no = 0
 _ns = None
 _NOTHING = object()
 
@@ -1213,9 +1220,8 @@ def _mentions_asyncio(co):
 
 
 def _prepare(code, filename=None):
-    global _cell_no
-    _cell_no += 1
-    fn = filename or "<cell-%d>" % _cell_no
+    _cell.count += 1
+    fn = filename or "<cell-%d>" % _cell.count
     _register_source(fn, code)
     p = _Prep()
     p.code = code
@@ -1278,7 +1284,7 @@ def _outside_loop(p):
 def _run_outside_loop(p):
     """Run p on the loop's thread as if no loop were running: asyncio.run() makes and closes a loop
     of its own. The session's loop is paused meanwhile, as it is during any synchronous cell."""
-    events = _asyncio.events
+    events = _aio.asyncio.events
     running = events._get_running_loop()
     events._set_running_loop(None)
     try:
@@ -1288,7 +1294,7 @@ def _run_outside_loop(p):
     finally:
         events._set_running_loop(running)
         try:
-            _asyncio.set_event_loop(_loop)  # asyncio.run() ends with set_event_loop(None)
+            _aio.asyncio.set_event_loop(_aio.loop)  # asyncio.run() ends with set_event_loop(None)
         except Exception:
             pass
 
@@ -1382,7 +1388,6 @@ def _complete(r, value):
 
 def _finish(r, extra=None, status=None):
     """Drain both channels, then the one done of this request."""
-    global _live_cell, _active
     if r.done:
         return
     if r.type == "execute":
@@ -1391,7 +1396,7 @@ def _finish(r, extra=None, status=None):
             r.in_user = True  # the drain is still interrupt-targetable
             try:
                 _checkpoint(r)
-                _fence(_pumps, r)
+                _fence(_out.pumps, r)
             finally:
                 r.in_user = False
         except KeyboardInterrupt as e:
@@ -1400,16 +1405,16 @@ def _finish(r, extra=None, status=None):
         if r.pending and not r.failed:
             r.pending = False
             _fail(r, KeyboardInterrupt())
-    if r.type == "execute":
         _fast_switching(False)
         if r.filename is not None:
             _end_cell_file(r)
     msg = {"event": "done", "id": r.id, "status": status or ("error" if r.failed else "ok")}
     if extra:
         msg.update(extra)
-    if r.type == "execute" and _dcell.dropped and _dcell.rid == r.id:
-        msg["display_dropped"] = _dcell.dropped
-    _live_cell = None
+    d = _cell.display
+    if r.type == "execute" and d.dropped and d.rid == r.id:
+        msg["display_dropped"] = d.dropped
+    _out.live = None
     r.done = True
     if _inbound:
         _inbound.pop(r.id, None)  # a restore that never ran (interrupted while queued)
@@ -1423,9 +1428,9 @@ def _finish(r, extra=None, status=None):
     if r.result is not None:
         data = r.result + data
     _close_batch(data)
-    with _slock:
-        if _active is r:
-            _active = None
+    with _rq.lock:
+        if _rq.active is r:
+            _rq.active = None
 
 
 def _start_cell(r):
@@ -1459,13 +1464,8 @@ def _end_cell_file(r):
             _ns["__file__"] = r.file_prev
 
 
-def _exec_sync(r, code):
-    """Execute without an event loop; hands over to the loop when the cell needs one."""
-    try:
-        p = _prepare(code, r.filename)
-    except BaseException as e:
-        _fail(r, e, code)
-        return _finish(r)
+def _exec_sync(r, p):
+    """Execute prepared cell p without an event loop; hands over to the loop when it needs one."""
     if p.needs_loop:
         return _go_loop(r, _cell_async(r, p))
     try:
@@ -1480,10 +1480,10 @@ def _exec_sync(r, code):
         finally:
             r.in_user = False
         if p.tail is not None and not p.awaited and _should_await(value):
-            return _go_loop(r, _cell_await_value(r, p, value))
+            return _go_loop(r, _cell_async(r, p, value))
         _complete(r, value)
     except BaseException as e:
-        _fail(r, e, code)
+        _fail(r, e, p.code)
     _finish(r)
 
 
@@ -1511,7 +1511,7 @@ async def _cell_async(r, p, value=_NOTHING):
                 r.in_user = False
             _complete(r, value)
         except BaseException as e:
-            if r.cancelled and isinstance(e, _asyncio.CancelledError):
+            if r.cancelled and isinstance(e, _aio.asyncio.CancelledError):
                 k = KeyboardInterrupt()
                 k.__traceback__ = e.__traceback__
                 e = k
@@ -1525,47 +1525,54 @@ async def _cell_async(r, p, value=_NOTHING):
                 _finish(r)
 
 
-def _cell_await_value(r, p, value):
-    return _cell_async(r, p, value)
-
-
 # ---------------------------------------------------------------------------------------------
-# The loop: created lazily (importing asyncio costs more than the interpreter's start-up)
+# The loop: the asyncio loop, created lazily (importing asyncio costs more than the interpreter's
+# start-up); running queued requests [_aio]
 # ---------------------------------------------------------------------------------------------
 
-_asyncio = None
+class _Loop(object):
+    """The asyncio loop, created the first time a cell needs it."""
+
+    __slots__ = ("loop", "asyncio", "wake", "dispatcher", "first")
+
+    def __init__(self):
+        self.loop = None
+        self.asyncio = None  # the module, imported with the loop
+        self.wake = None  # wakes the dispatcher: a request was queued
+        self.dispatcher = None  # the task running requests in turn
+        self.first = None  # the request handed over from the main thread, awaited first
+
+
+_aio = _Loop()
 
 
 def _ensure_loop():
-    global _asyncio, _loop, _wake, _dispatcher_task
-    if _loop is not None:
+    if _aio.loop is not None:
         return
     import asyncio
     import contextvars
-    _asyncio = asyncio
+    _aio.asyncio = asyncio
     lp = asyncio.new_event_loop()
     asyncio.set_event_loop(lp)
     ev = asyncio.Event()
-    _wake = ev.set
-    _dispatcher_task = contextvars.Context().run(lp.create_task, _dispatcher(ev))
-    _loop = lp
+    _aio.wake = ev.set
+    _aio.dispatcher = contextvars.Context().run(lp.create_task, _dispatcher(ev))
+    _aio.loop = lp
     _give_turn()  # the loop's thread never waits in a read: the reader thread reads from now on
 
 
 def _drop_loop():
-    global _loop, _dispatcher_task, _first_job, _active
-    a = _active
-    _loop = _dispatcher_task = _first_job = None
+    a = _rq.active
+    _aio.loop = _aio.dispatcher = _aio.first = None
     if a is not None and not a.done:
         a.failed = True
         _finish(a, {"reason": "the event loop was closed"})
 
 
 def _go_loop(r, coro):
-    global _first_job
     _ensure_loop()
-    r.task = _loop.create_task(coro)  # the current context carries the cell id
-    _first_job = r
+    r.task = _aio.loop.create_task(coro)  # the current context carries the cell id
+    _aio.first = r
 
 
 async def _await_req(r):
@@ -1580,20 +1587,19 @@ async def _await_req(r):
 
 
 async def _dispatcher(ev):
-    global _first_job
     while True:
-        if _first_job is not None:
-            r, _first_job = _first_job, None
+        if _aio.first is not None:
+            r, _aio.first = _aio.first, None
             await _await_req(r)
             continue
         ev.clear()
         try:
-            r = _reqq.get_nowait()
+            r = _rq.q.get_nowait()
         except _Empty:
             await ev.wait()
             continue
         try:
-            await _dispatch_one(r, _contextvars)
+            await _dispatch_one(r)
         except BaseException as e:  # the dispatcher must outlive anything: it is the only one
             if not r.done:
                 r.failed = True
@@ -1601,62 +1607,37 @@ async def _dispatcher(ev):
                     _finish(r, {"reason": "internal error: %s: %s" % (type(e).__name__, _safe_str(e))})
                 except BaseException:
                     pass
-        if _stop:
-            _loop.stop()
+        if _rq.stop:
+            _aio.loop.stop()
             return
 
 
-async def _dispatch_one(r, contextvars):
-    if _activate(r) and r.type != "shutdown":
-        return _interrupted_before_start(r)
-    if r.type == "execute":
-        code = _start_cell(r)
-        if code is None:
-            return
-        try:
-            p = _prepare(code, r.filename)
-        except BaseException as e:
-            _fail(r, e, code)
-            return _finish(r)
-        coro = _cell_async(r, p)
-    else:
-        coro = _handler_async(r)
-    ctx = contextvars.copy_context()
+async def _dispatch_one(r):
+    if not _begin(r):
+        return
+    run = _runner(r)
+    # A cell is prepared here, before any other task runs, and becomes a task of its own (its code
+    # may await); any other request runs in a task too, so what it writes carries its id.
+    coro = run(r) if run is _run_cell else _run_async(run, r)
+    if coro is None:
+        return
+    ctx = _contextvars.copy_context()
     ctx.run(_cell_set, r.id)
-    r.task = ctx.run(_loop.create_task, coro)
+    r.task = ctx.run(_aio.loop.create_task, coro)
     await _await_req(r)
 
 
-async def _handler_async(r):
-    _run_handler(r)
-
-
-def _interrupted_before_start(r):
-    if r.type == "execute":
-        _fail(r, KeyboardInterrupt())
-        _finish(r)
-    else:
-        _finish(r, {"reason": "interrupted"}, "error")
-
-
-def _bad_request(r, message):
-    r.failed = True
-    _protocol_error(r.id, message)
-    _finish(r, {"reason": message}, "error")
+async def _run_async(run, r):
+    run(r)
 
 
 def _handle_sync(r):
     """Mode without a loop: the main thread runs requests straight from the queue."""
-    if _activate(r) and r.type != "shutdown":
-        return _interrupted_before_start(r)
+    if not _begin(r):
+        return
     token = _cell_set(r.id)
     try:
-        if r.type == "execute":
-            code = _start_cell(r)
-            if code is not None:
-                _exec_sync(r, code)
-        else:
-            _run_handler(r)
+        _runner(r)(r)
     except BaseException as e:
         if not r.done and r.task is None:
             r.failed = True
@@ -1665,36 +1646,42 @@ def _handle_sync(r):
         _cell_reset(token)
 
 
-_HANDLERS = {}
+def _runner(r):
+    """What runs queued request r: its `run` in _REQUESTS (see Dispatch); an unknown type fails."""
+    row = _REQUESTS.get(r.type) if isinstance(r.type, str) else None
+    return (row and row[1]) or _unknown_request
 
 
-def _run_handler(r):
-    global _stop
-    if r.type == "shutdown":
-        _stop = True
-        _finish(r)
-        if _loop is not None:
-            _loop.stop()
-        return
-    h = _HANDLERS.get(r.type)
-    if h is None:
-        return _bad_request(r, "unknown request type %r" % (r.type,))
+def _unknown_request(r):
+    _bad_request(r, "unknown request type %r" % (r.type,))
+
+
+def _bad_request(r, message):
+    r.failed = True
+    _protocol_error(r.id, message)
+    _finish(r, {"reason": message}, "error")
+
+
+def _run_cell(r):
+    """execute. Without a loop the cell runs here (and hands over to the loop if it needs one); with
+    one, it is prepared here and its coroutine returned, which the dispatcher runs as r's task."""
+    code = _start_cell(r)
+    if code is None:
+        return None
     try:
-        _checkpoint(r)
-        extra = h(r)
-    except _RequestFailed as e:
-        r.failed = True
-        return _finish(r, dict(e.extra, reason=e.reason))
-    except KeyboardInterrupt:
-        r.failed = True
-        return _finish(r, {"reason": "interrupted"})
+        p = _prepare(code, r.filename)
     except BaseException as e:
-        r.failed = True
-        return _finish(r, {"reason": "%s: %s" % (type(e).__name__, _safe_str(e))})
-    status = None
-    if extra and "status" in extra:
-        status = extra.pop("status")
-    _finish(r, extra, status)
+        _fail(r, e, code)
+        return _finish(r)
+    return _exec_sync(r, p) if _aio.loop is None else _cell_async(r, p)
+
+
+def _run_shutdown(r):
+    """shutdown, in its turn: its done (when it has an id), then the serve loop ends."""
+    _rq.stop = True
+    _finish(r)
+    if _aio.loop is not None:
+        _aio.loop.stop()
 
 
 class _RequestFailed(Exception):
@@ -1704,15 +1691,30 @@ class _RequestFailed(Exception):
         self.extra = extra
 
 
-def _handler(name):
-    def register(fn):
-        _HANDLERS[name] = fn
-        return fn
-    return register
+def _handler(fn):
+    """A queued request answered in its done: fn(r) returns the fields the done adds (a "status"
+    among them stands in for ok/error). _RequestFailed fails it with its reason and fields, an
+    interrupt with "interrupted", any other exception with its text."""
+    def run(r):
+        try:
+            _checkpoint(r)
+            extra = fn(r)
+        except _RequestFailed as e:
+            r.failed = True
+            return _finish(r, dict(e.extra, reason=e.reason))
+        except KeyboardInterrupt:
+            r.failed = True
+            return _finish(r, {"reason": "interrupted"})
+        except BaseException as e:
+            r.failed = True
+            return _finish(r, {"reason": "%s: %s" % (type(e).__name__, _safe_str(e))})
+        status = extra.pop("status", None) if extra else None
+        _finish(r, extra, status)
+    return run
 
 
 # ---------------------------------------------------------------------------------------------
-# The namespace and the awrepl module
+# Namespace: the user namespace and the awrepl module (emit, host_request)
 # ---------------------------------------------------------------------------------------------
 
 _SKIP_NAMES = frozenset(["awrepl", "rlm", "mcp", "bash", "asyncio", "In", "Out", "get_ipython",
@@ -1776,7 +1778,7 @@ async def _host_request(data):
         raise TypeError("host_request() takes a dict, not %s" % type(data).__name__)
     import asyncio
     lp = asyncio.get_running_loop()
-    with _slock:
+    with _rq.lock:
         _host_seq[0] += 1
         hid = "host-%d" % _host_seq[0]
     fut = lp.create_future()
@@ -1788,12 +1790,13 @@ async def _host_request(data):
         _host_waiters.pop(hid, None)
 
 
-def _host_reply(hid, data):
-    """Whoever reads requests: resolve the awaiting host_request; unknown or cancelled ids are
+def _now_host_reply(rid, msg):
+    """host_reply (at once): resolve the awaiting host_request; unknown or cancelled ids are
     dropped."""
-    fut = _host_waiters.get(hid)
+    fut = _host_waiters.get(rid)
     if fut is None:
         return
+    data = msg.get("data")
     if not isinstance(data, dict):
         data = {"value": data}
 
@@ -1808,7 +1811,7 @@ def _host_reply(hid, data):
 
 def _is_active():
     """True while this process is serving the protocol (importing awrepl does not count)."""
-    return _serving and not _forked
+    return _rq.serving and not _out.forked
 
 
 def _make_awrepl_module():
@@ -1870,12 +1873,11 @@ class _DisplayCell(object):
         self.cap = cap
 
 
-_dcell = _DisplayCell()
+_cell.display = _DisplayCell()
 
 
 def _display_begin(r):
     """Reads execute's display fields into a fresh per-cell state; an error text when one is bad."""
-    global _dcell
     fmt = r.msg.get("figure_format", "png")
     limit = r.msg.get("max_display_entries", 0)
     cap = r.msg.get("max_display_payload_bytes", DISPLAY_PAYLOAD_BYTES)
@@ -1884,14 +1886,14 @@ def _display_begin(r):
     for key, value in (("max_display_entries", limit), ("max_display_payload_bytes", cap)):
         if type(value) is not int or value < 0:
             return "execute '%s' must be a whole number, 0 or more, got %r" % (key, value)
-    _dcell = _DisplayCell(r.id, limit, fmt, cap)
+    _cell.display = _DisplayCell(r.id, limit, fmt, cap)
     return None
 
 
 def _display_room():
     """True when the cell may ship one more entry; past its limit the entry is only counted (and
     never built: a loop making 1,000 figures renders as many as are kept)."""
-    d = _dcell
+    d = _cell.display
     if d.limit and d.count >= d.limit:
         d.dropped += 1
         return False
@@ -1947,7 +1949,7 @@ def _size_text(n):
 
 
 def _check_cap(size):
-    cap = _dcell.cap
+    cap = _cell.display.cap
     if cap and size > cap:
         raise _OverCap("returned %d bytes (%s), over the cap of %d bytes (%s) on one display payload: "
                        "left out" % (size, _size_text(size), cap, _size_text(cap)))
@@ -2029,7 +2031,7 @@ def _bundle(obj, include=None, exclude=None, rich_only=False):
 
     fig = _figure_class()
     if fig is not None and isinstance(obj, fig):
-        mime = "image/svg+xml" if _dcell.fmt == "svg" else "image/png"
+        mime = "image/svg+xml" if _cell.display.fmt == "svg" else "image/png"
         if wanted(mime):
             _render_figure(obj, mime, data, errors)
     else:
@@ -2099,7 +2101,7 @@ def _render_figure(fig, mime, data, errors):
         errors.append(_method_error("drawing the figure", e))
         return
     _put(data, errors, mime, buf.getbuffer(), "savefig()")  # the buffer itself, not a copy of it
-    _dcell.shown[id(fig)] = fig
+    _cell.display.shown[id(fig)] = fig
 
 
 def _show(obj, include=None, exclude=None):
@@ -2174,7 +2176,7 @@ def _show_value(value):
     fig = _figure_class()
     is_fig = fig is not None and isinstance(value, fig)
     _show_figures(value if is_fig else None)
-    if is_fig and id(value) in _dcell.shown:
+    if is_fig and id(value) in _cell.display.shown:
         return
     data, errors = _bundle(value, rich_only=True)
     if (data or errors) and _display_room():
@@ -2203,7 +2205,7 @@ def _show_figures(exclude=None):
     try:
         for m in sorted(managers, key=lambda m: m.num if isinstance(m.num, int) else 0):
             fig = m.canvas.figure
-            if fig is not exclude and id(fig) not in _dcell.shown:
+            if fig is not exclude and id(fig) not in _cell.display.shown:
                 _show(fig)
     finally:
         gcf.destroy_all()  # what plt.close("all") does
@@ -2355,12 +2357,11 @@ def _install_display():
 
 
 # ---------------------------------------------------------------------------------------------
-# Reading requests: the main thread between requests, the reader thread while one runs
+# Reading: who reads requests (the main thread between requests, the reader thread while one
+# runs); the requests answered at once; the watchdog [_rd, _wd]
 # ---------------------------------------------------------------------------------------------
 
-_NEEDS_NO_ID = ("interrupt", "host_reply", "shutdown")
 EOF_GRACE = 1.5
-_watchdog_started = False
 _keep = []  # fds that must stay open for the process's lifetime
 
 
@@ -2368,8 +2369,8 @@ _DATA_HEAD = b'{"type":"data","id":"'
 
 
 def _on_line(line):
-    """Whoever reads requests: one request line. interrupt, host_reply, data, ping, heartbeat, info
-    and `shutdown now` are handled here, at once, also while a request runs; the rest is queued."""
+    """Whoever reads requests: one request line, answered here if its type is answered at once (its
+    `now` in _REQUESTS, see Dispatch), also while a request runs; else queued."""
     if line.startswith(_DATA_HEAD) and _data_line(line):
         return
     line = line.strip()
@@ -2388,31 +2389,50 @@ def _on_line(line):
     rid = msg.get("id")
     if rid is not None and not isinstance(rid, str):
         return _protocol_error(None, "request id must be a string, got %r" % (rid,))
-    if t == "interrupt":
-        return _interrupt(rid)
-    if t == "host_reply":
-        return _host_reply(rid, msg.get("data"))
-    if t == "data":
-        if rid is None:
-            return _protocol_error(None, "a data request needs the string id of its restore")
-        return _feed_inbound(rid, msg.get("data"))
-    if t == "ping":
-        _beat(b".")
-        if rid is not None:
-            _send({"event": "done", "id": rid, "status": "ok", "time": _time()})
-        return
-    if t == "shutdown" and msg.get("now") is True:
-        return _exit_now()
-    if rid is None and t != "shutdown":
-        return _protocol_error(None, "request of type %r needs a string id" % (t,))
-    if t == "heartbeat":
-        return _heartbeat(rid, msg.get("timeout_ms"))
-    if t == "info":
-        return _send({"event": "done", "id": rid, "status": "ok", "facts": _facts()})
+    row = _REQUESTS.get(t) if isinstance(t, str) else None
+    if row is not None and row[0] is not None:
+        return row[0](rid, msg)
+    if rid is None:
+        return _needs_id(msg)
     r = _Req(msg)
     if t == "restore" and msg.get("from") == "host":
         _open_inbound(r)  # the payload's data lines may arrive while another request runs
     _enqueue(r)
+
+
+def _needs_id(msg):
+    _protocol_error(None, "request of type %r needs a string id" % (msg.get("type"),))
+
+
+def _now_data(rid, msg):
+    if rid is None:
+        return _protocol_error(None, "a data request needs the string id of its restore")
+    _feed_inbound(rid, msg.get("data"))
+
+
+def _now_ping(rid, msg):
+    _beat(b".")
+    if rid is not None:
+        _send({"event": "done", "id": rid, "status": "ok", "time": _time()})
+
+
+def _now_info(rid, msg):
+    if rid is None:
+        return _needs_id(msg)
+    _send({"event": "done", "id": rid, "status": "ok", "facts": _facts()})
+
+
+def _now_shutdown(rid, msg):
+    """shutdown: queued (with or without an id), or with "now": true the process exits here and now
+    (the watchdog, seeing fd 4 hang up, kills what is left of our group; without one, we do)."""
+    if msg.get("now") is not True:
+        return _enqueue(_Req(msg))
+    if _wd.beat_w < 0 and _wd.own_group:
+        try:
+            os.killpg(_pid, 9)
+        except OSError:
+            pass
+    _os_exit(0)
 
 
 # Who reads the requests. Between requests the main thread reads them itself: handing each one over
@@ -2425,48 +2445,64 @@ def _on_line(line):
 # the turn pipe when it is idle again; requests the reader has queued meanwhile go first. A short
 # request that has the turn leaves an interrupt or a ping unread for at most TURN_SECONDS.
 TURN_SECONDS = 0.002
-_turn_lock = _thread.allocate_lock()
-_turn_main = False  # the main thread reads (between requests); else the reader thread does
-_reader_go = _thread.allocate_lock()  # released: the reader thread has the turn
-_reader_go.acquire()
-_reader_parked = _thread.allocate_lock()  # released: the reader gave the turn back
-_reader_parked.acquire()
-_turn_r = _turn_w = -1  # the turn pipe: a byte asks the reader thread to give the turn back
-_stdin_ended = False
-_parts = []  # the first pieces of a request line whose newline has not arrived (the next reader's)
 REQUEST_READ = 1 << 16  # a larger buffer is above glibc's mmap threshold: every request would pay
 # an mmap + mremap + munmap (~35 µs); longer lines arrive in parts.
+
+
+class _Reading(object):
+    """The requests' channel and whose turn it is to read it."""
+
+    __slots__ = ("fd", "main", "lock", "go", "parked", "turn_r", "turn_w", "poller", "idle_poll",
+                 "ended", "parts")
+
+    def __init__(self):
+        self.fd = -1  # the private dup of the original fd 0
+        self.main = False  # the main thread reads (between requests); else the reader thread does
+        self.lock = _thread.allocate_lock()  # guards main
+        self.go = _held_lock()  # released: the reader thread has the turn
+        self.parked = _held_lock()  # released: the reader gave the turn back
+        self.turn_r = self.turn_w = -1  # the turn pipe: a byte asks the reader to give the turn back
+        self.poller = None  # the reader thread's poll of fd and turn_r
+        self.idle_poll = None  # the main thread's poll of fd while idle tasks wait (it has the turn)
+        self.ended = False  # stdin is at its end
+        self.parts = []  # the first pieces of a request line whose newline has not arrived yet
+
+
+_rd = _Reading()
 
 
 def _setup_turn():
     """The main thread reads between requests when the reader thread can be told to stop reading
     (select.poll on the request fd and the turn pipe); otherwise the reader thread reads always."""
-    global _turn_main, _turn_r, _turn_w, _select
     try:
-        import select as _select
-        _select.poll
+        import select
+        poller, idle = select.poll(), select.poll()
         r, w = os.pipe()
     except (ImportError, AttributeError, OSError):
-        _reader_go.release()
+        _rd.go.release()
         return
-    _turn_r, _turn_w = _move_high(r), _move_high(w)
-    _keep.extend((_turn_r, _turn_w))
-    _turn_main = True
+    _rd.turn_r, _rd.turn_w = _move_high(r), _move_high(w)
+    _keep.extend((_rd.turn_r, _rd.turn_w))
+    poller.register(_rd.fd, select.POLLIN)
+    poller.register(_rd.turn_r, select.POLLIN)
+    idle.register(_rd.fd, select.POLLIN)
+    _rd.poller, _rd.idle_poll = poller, idle
+    _rd.main = True
 
 
 def _feed(chunk):
-    """Split request bytes into lines and handle each; a line's unfinished end waits in _parts."""
+    """Split request bytes into lines and handle each; a line's unfinished end waits in _rd.parts."""
     start = 0
     while True:
         i = chunk.find(b"\n", start)
         if i < 0:
             if start < len(chunk):
-                _parts.append(chunk[start:])
+                _rd.parts.append(chunk[start:])
             return
-        if _parts:
-            _parts.append(chunk[start:i])
-            line = b"".join(_parts)
-            del _parts[:]
+        if _rd.parts:
+            _rd.parts.append(chunk[start:i])
+            line = b"".join(_rd.parts)
+            del _rd.parts[:]
         else:
             line = chunk[start:i]
         start = i + 1
@@ -2482,68 +2518,61 @@ def _feed(chunk):
 def _give_turn(busy=None):
     """Any thread: the reader thread reads from now on; with busy, only while that request runs
     (main is not reading then: it reads only between requests)."""
-    global _turn_main
-    with _turn_lock:
-        if not _turn_main or (busy is not None and (busy.done or _active is not busy)):
+    with _rd.lock:
+        if not _rd.main or (busy is not None and (busy.done or _rq.active is not busy)):
             return
-        _turn_main = False
-        _reader_go.release()
+        _rd.main = False
+        _rd.go.release()
 
 
 def _take_turn():
     """Main thread, between requests, the reader thread having the turn: True once the reader has
     given it back; False while the reader must keep it (the event loop runs, stdin ended, no turn
     pipe). Only the main thread asks for the turn back, and nobody gives it away between requests,
-    so _turn_main cannot change under the main thread while it is here."""
-    if _loop is not None or _stdin_ended or _turn_w < 0:
+    so _rd.main cannot change under the main thread while it is here."""
+    if _aio.loop is not None or _rd.ended or _rd.turn_w < 0:
         return False
     try:
-        _os_write(_turn_w, b"t")
+        _os_write(_rd.turn_w, b"t")
     except OSError:
         return False
-    while not _reader_parked.acquire(True, 0.05):
-        if _stdin_ended:
+    while not _rd.parked.acquire(True, 0.05):
+        if _rd.ended:
             return False  # the reader is ending the process: it never parks again
     return True
 
 
 def _main_read():
     """Main thread, between requests, holding the turn: one read of requests, handled (queued)."""
-    global _stdin_ended
     try:
-        chunk = _os_read(_req_fd, REQUEST_READ)
+        chunk = _os_read(_rd.fd, REQUEST_READ)
     except InterruptedError:
         return
     except OSError:
         chunk = b""
     if chunk:
         return _feed(chunk)
-    _stdin_ended = True
+    _rd.ended = True
     _give_turn()  # the reader thread finds the end too and ends the process as it always has
 
 
 def _reader():
-    global _turn_main
     _block_sigint()
-    poller = None
-    if _turn_r >= 0:
-        poller = _select.poll()
-        poller.register(_req_fd, _select.POLLIN)
-        poller.register(_turn_r, _select.POLLIN)
-    fd = _req_fd
+    poller = _rd.poller
+    fd = _rd.fd
     while True:
-        _reader_go.acquire()  # the turn
+        _rd.go.acquire()  # the turn
         while True:
             if poller is not None:
                 try:
                     ready = dict(poller.poll())
                 except InterruptedError:
                     continue
-                if ready.get(_turn_r):
-                    _os_read(_turn_r, 64)
-                    with _turn_lock:
-                        _turn_main = True
-                    _reader_parked.release()
+                if ready.get(_rd.turn_r):
+                    _os_read(_rd.turn_r, 64)
+                    with _rd.lock:
+                        _rd.main = True
+                    _rd.parked.release()
                     break
             try:
                 chunk = _os_read(fd, REQUEST_READ)
@@ -2560,8 +2589,7 @@ def _reader_eof():
     """stdin closed: equivalent to shutdown, and the process is gone soon whatever runs. The
     watchdog learns that we saw the EOF (without this byte it ends us 0.5 s after the hang-up:
     a reader that cannot see the EOF is stuck behind a C loop holding the GIL)."""
-    global _stdin_ended
-    _stdin_ended = True
+    _rd.ended = True
     _beat(b"E")
     _fail_inbound("stdin closed before the restore payload arrived")
     _enqueue(_Req({"type": "shutdown"}))
@@ -2639,6 +2667,22 @@ _WATCHDOG = (
 EOF_STUCK = 0.5
 
 
+class _Watchdog(object):
+    """The watchdog process (see _start_watchdog) and the process group it ends."""
+
+    __slots__ = ("lock", "started", "beat_w", "sh_pids", "own_group")
+
+    def __init__(self):
+        self.lock = _thread.allocate_lock()  # the reader (heartbeat) and the main thread may both start it
+        self.started = False
+        self.beat_w = -1  # the beat pipe's write end: -1 while no watchdog runs
+        self.sh_pids = []  # the sh that started it, reaped before any cell runs (see _reap_sh)
+        self.own_group = False  # we lead our process group (see _take_group)
+
+
+_wd = _Watchdog()
+
+
 def _start_watchdog():
     """A helper process that ends us (and our group) when the host is gone and we cannot see it.
 
@@ -2649,11 +2693,10 @@ def _start_watchdog():
     os.wait() never meets it. It stays in our process group (the last thing it kills is itself).
     Returns whether it runs.
     """
-    global _watchdog_started, _beat_w
-    with _wd_lock:  # the reader (heartbeat) and the main thread (first request) may both start it
-        if _watchdog_started:
-            return _beat_w >= 0
-        _watchdog_started = True
+    with _wd.lock:
+        if _wd.started:
+            return _wd.beat_w >= 0
+        _wd.started = True
         exe = sys.executable
         if (not hasattr(os, "posix_spawn") or not exe or not os.path.exists("/bin/sh")
                 or os.environ.get("AWREPL_NO_WATCHDOG")):
@@ -2662,17 +2705,17 @@ def _start_watchdog():
         # spawn: its dup2 actions target fds 3-5, which a low pipe fd could be (and be overwritten).
         alive_r, alive_w = [_move_high(fd) for fd in os.pipe()]
         beat_r, beat_w = [_move_high(fd) for fd in os.pipe()]
-        if min(_req_fd, alive_r, beat_r) <= 5:  # no room up high (a tiny NOFILE limit): no watchdog
+        if min(_rd.fd, alive_r, beat_r) <= 5:  # no room up high (a tiny NOFILE limit): no watchdog
             for fd in (alive_r, alive_w, beat_r, beat_w):
                 os.close(fd)
             return False
-        actions = [(os.POSIX_SPAWN_DUP2, _req_fd, 3), (os.POSIX_SPAWN_DUP2, alive_r, 4),
+        actions = [(os.POSIX_SPAWN_DUP2, _rd.fd, 3), (os.POSIX_SPAWN_DUP2, alive_r, 4),
                    (os.POSIX_SPAWN_DUP2, beat_r, 5),
                    (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                    (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
                    (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)]
         argv = ["/bin/sh", "-c", '"$@" &', "sh", exe, "-S", "-I", "-c", _WATCHDOG,
-                str(os.getpid()), str(EOF_GRACE + 0.4), "1" if _own_group else "0", str(EOF_STUCK)]
+                str(os.getpid()), str(EOF_GRACE + 0.4), "1" if _wd.own_group else "0", str(EOF_STUCK)]
         try:
             pid = os.posix_spawn("/bin/sh", argv, dict(os.environ), file_actions=actions)
         except OSError:
@@ -2684,14 +2727,9 @@ def _start_watchdog():
             os.close(beat_r)
         os.set_blocking(beat_w, False)  # a full beat pipe drops beats, never blocks the reader
         _keep.append(alive_w)
-        _beat_w = beat_w
-        _sh_pids.append(pid)  # reaped before any cell runs: a cell's os.wait() must never meet it
+        _wd.beat_w = beat_w
+        _wd.sh_pids.append(pid)  # reaped before any cell runs: a cell's os.wait() must never meet it
         return True
-
-
-_wd_lock = _thread.allocate_lock()
-_beat_w = -1
-_own_group = False
 
 
 def _take_group():
@@ -2699,36 +2737,27 @@ def _take_group():
     us. The host's spawn already does it for a local worker; one behind ssh, bwrap or `docker exec`
     may be a member of someone else's group. Not when stdin is a terminal: a background group
     reading it would be stopped (someone running runtime.py by hand)."""
-    global _own_group
     try:
         if os.getpgid(0) != _pid and not os.isatty(0):
             os.setpgid(0, 0)
-        _own_group = os.getpgid(0) == _pid
+        _wd.own_group = os.getpgid(0) == _pid
     except (AttributeError, OSError):
-        _own_group = False
+        _wd.own_group = False
 
 
 def _beat(b):
-    if _beat_w >= 0:
+    if _wd.beat_w >= 0:
         try:
-            _os_write(_beat_w, b)
+            _os_write(_wd.beat_w, b)
         except OSError:
             pass
 
 
-def _exit_now():
-    """Whoever reads requests: shutdown now. The watchdog (fd 4 hangs up) kills what is left of our
-    group; without one, we kill the group ourselves, last."""
-    if _beat_w < 0 and _own_group:
-        try:
-            os.killpg(_pid, 9)
-        except OSError:
-            pass
-    _os_exit(0)
-
-
-def _heartbeat(rid, timeout_ms):
-    """Whoever reads requests: (re)arm the watchdog's heartbeat deadline; 0 turns it off."""
+def _now_heartbeat(rid, msg):
+    """heartbeat (at once): (re)arm the watchdog's heartbeat deadline; 0 turns it off."""
+    if rid is None:
+        return _needs_id(msg)
+    timeout_ms = msg.get("timeout_ms")
     if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0:
         return _send({"event": "done", "id": rid, "status": "error",
                       "reason": "heartbeat needs a non-negative integer timeout_ms, got %r" % (timeout_ms,)})
@@ -2737,20 +2766,17 @@ def _heartbeat(rid, timeout_ms):
     _send({"event": "done", "id": rid, "status": "ok", "watchdog": ok})
 
 
-_sh_pids = []
-
-
 def _reap_sh():
     """Wait for the watchdog's sh, which exits as soon as it has started the watchdog (~1 ms)."""
-    while _sh_pids:
+    while _wd.sh_pids:
         try:
-            os.waitpid(_sh_pids.pop(), 0)
+            os.waitpid(_wd.sh_pids.pop(), 0)
         except OSError:
             pass
 
 
 # ---------------------------------------------------------------------------------------------
-# Introspection requests: variables, inspect, reset, list_names
+# Introspection: variables, inspect, reset, list_names; the time budget of a repr [_budget]
 # ---------------------------------------------------------------------------------------------
 
 # Short reprs (variables, inspect) are cut before they are formatted, never after: the builtin repr
@@ -2938,9 +2964,20 @@ def _brief(x, room, depth):
 
 
 REPR_BUDGET_SECONDS = 0.1  # per value in variables/inspect: a lazy proxy must not stall a listing
-_repr_clock = (None, 0.0, 0.0)  # main thread: (token of the repr running now, its start, its budget)
-_repr_expired = None  # budget thread -> _on_sigint: the token whose budget ran out
-_repr_budget_for = None  # the request a budget thread watches
+
+
+class _Budget(object):
+    """The time budget of the user code running now for variables, inspect or a snapshot."""
+
+    __slots__ = ("clock", "expired", "watching")
+
+    def __init__(self):
+        self.clock = (None, 0.0, 0.0)  # main thread: (token of the code running now, its start, its budget)
+        self.expired = None  # budget thread -> _on_sigint: the token whose budget ran out
+        self.watching = None  # the request a budget thread watches
+
+
+_budget = _Budget()
 
 
 class _ReprTimedOut(KeyboardInterrupt):
@@ -2950,14 +2987,13 @@ class _ReprTimedOut(KeyboardInterrupt):
 def _repr_budget(r):
     """Thread: SIGINT the main thread once a value's repr has run past its budget. _on_sigint
     raises _ReprTimedOut only if that same repr is still running, so a late signal is dropped."""
-    global _repr_expired
     _block_sigint()
     sent = None
-    while not r.done and _active is r:
-        tok, started, budget = _repr_clock
+    while not r.done and _rq.active is r:
+        tok, started, budget = _budget.clock
         if tok is not None and tok is not sent and _monotonic() - started > budget:
             sent = tok
-            _repr_expired = tok
+            _budget.expired = tok
             try:
                 _signal.pthread_kill(_main_ident, _signal.SIGINT)
             except Exception:
@@ -2970,11 +3006,10 @@ def _within_budget(r, fn, timed_out, interrupted, budget=REPR_BUDGET_SECONDS):
     broken): `timed_out` when the budget ran out. An interrupt aimed at the request ends it (the
     caller's KeyboardInterrupt), while a KeyboardInterrupt the user's code raises by itself gives
     `interrupted` for this one value."""
-    global _repr_clock, _repr_budget_for
-    if r is not None and _use_signal and _repr_budget_for is not r:
-        _repr_budget_for = r
+    if r is not None and _rq.use_signal and _budget.watching is not r:
+        _budget.watching = r
         _thread.start_new_thread(_repr_budget, (r,))
-    _repr_clock = (object(), _monotonic(), budget)
+    _budget.clock = (object(), _monotonic(), budget)
     try:
         return fn()
     except _ReprTimedOut:
@@ -2984,7 +3019,7 @@ def _within_budget(r, fn, timed_out, interrupted, budget=REPR_BUDGET_SECONDS):
             raise
         return interrupted
     finally:
-        _repr_clock = (None, 0.0, 0.0)
+        _budget.clock = (None, 0.0, 0.0)
 
 
 _TIMED_OUT = "<repr timed out after %d ms>" % (REPR_BUDGET_SECONDS * 1000)
@@ -3014,7 +3049,7 @@ def _type_name(v):
     return "%s.%s" % (mod, t.__qualname__)
 
 
-@_handler("variables")
+@_handler
 def _h_variables(r):
     out = {}
     names = _user_names()
@@ -3068,7 +3103,7 @@ def _signature_text(obj):
         return None
 
 
-@_handler("inspect")
+@_handler
 def _h_inspect(r):
     name = r.msg.get("name")
     if not isinstance(name, str) or not name:
@@ -3082,7 +3117,7 @@ def _h_inspect(r):
 
 
 def _describe(name, obj):
-    r = _active
+    r = _rq.active
     info = {"name": name, "type": _type_name(obj), "repr": _guarded_repr(r, obj, 2000)}
     doc = _guarded_fact(r, lambda: getattr(obj, "__doc__", None))
     if isinstance(doc, str):
@@ -3127,15 +3162,14 @@ def _describe(name, obj):
     return info
 
 
-@_handler("reset")
+@_handler
 def _h_reset(r):
-    global _ns
-    _ns = _fresh_namespace()
+    _fresh_namespace()  # the same dict, emptied
     _fail_history.clear()
     return None
 
 
-@_handler("list_names")
+@_handler
 def _h_list_names(r):
     return {"names": _user_names()}
 
@@ -3144,10 +3178,10 @@ def _facts():
     """Whoever reads requests (`info`): the facts `sessions` shows about the worker, measured where
     it runs (behind ssh or bwrap the host only sees its transport's process). Answered mid-cell
     too, with `busy` naming the running request."""
-    f = {"pid": _pid, "own_group": _own_group, "host": None, "cwd": None, "rss": None,
+    f = {"pid": _pid, "own_group": _wd.own_group, "host": None, "cwd": None, "rss": None,
          "peak_rss": None, "python": "%d.%d.%d" % sys.version_info[:3], "executable": sys.executable,
          "prefix": sys.prefix, "base_prefix": getattr(sys, "base_prefix", sys.prefix),
-         "watchdog": _beat_w >= 0, "busy": None}
+         "watchdog": _wd.beat_w >= 0, "busy": None}
     try:
         f["ppid"] = os.getppid()
         f["pgid"] = os.getpgid(0)
@@ -3173,7 +3207,7 @@ def _facts():
             f["peak_rss"] = peak if sys.platform == "darwin" else peak * 1024
         except Exception:
             pass
-    a = _active
+    a = _rq.active
     if a is not None:
         f["busy"] = {"id": a.id, "type": a.type}
     return f
@@ -3183,7 +3217,7 @@ def _facts():
 # Editing help: complete, is_complete
 # ---------------------------------------------------------------------------------------------
 
-@_handler("complete")
+@_handler
 def _h_complete(r):
     import re
     code = r.msg.get("code")
@@ -3238,7 +3272,7 @@ def _lookup_quiet(name):
         return _NOTHING
 
 
-@_handler("is_complete")
+@_handler
 def _h_is_complete(r):
     code = r.msg.get("code")
     if not isinstance(code, str):
@@ -3299,7 +3333,8 @@ def _completeness(code):
 
 _sig_index = {}  # short and qualified names -> ("qualified(signature)", the callable)
 
-_CALL_SHAPE = None
+_CALL_SHAPE = (r"^([A-Za-z_][\w.]*)\(\) (got an unexpected keyword argument '(\w+)'|missing \d+ required"
+               r"|takes |got multiple values|got some positional-only)")
 
 
 def _public_calls(mod):
@@ -3339,7 +3374,7 @@ def _shape_line(name, cls):
     return "%s: {%s}" % (name, ", ".join("%s: %s" % (k, tname(t)) for k, t in items))
 
 
-@_handler("signatures")
+@_handler
 def _h_signatures(r):
     import importlib
     mods = r.msg.get("modules")
@@ -3393,15 +3428,10 @@ def _is_installed(mod):
 
 def _remedies(e):
     """For a call-shape TypeError: the signature of the callee, and the nearest legal name."""
-    global _CALL_SHAPE
     if type(e) is not TypeError or not e.args or not isinstance(e.args[0], str):
         return []
     import re
-    if _CALL_SHAPE is None:
-        _CALL_SHAPE = re.compile(
-            r"^([A-Za-z_][\w.]*)\(\) (got an unexpected keyword argument '(\w+)'|missing \d+ required"
-            r"|takes |got multiple values|got some positional-only)")
-    m = _CALL_SHAPE.match(e.args[0])
+    m = re.match(_CALL_SHAPE, e.args[0])  # compiled once: re keeps it
     if not m:
         return []
     qual = m.group(1)
@@ -3458,7 +3488,8 @@ def _find_callee(e, qual):
 
 
 # ---------------------------------------------------------------------------------------------
-# Snapshot / restore: dill when importable, else pickle (names it cannot save are skipped)
+# Snapshots: snapshot / restore, dill when importable, else pickle (names it cannot save are
+# skipped)
 # ---------------------------------------------------------------------------------------------
 
 SNAPSHOT_FORMAT = 1
@@ -3738,8 +3769,7 @@ class _Inbound(object):
         self.buf = bytearray(expected)  # the host's declared size; the host enforces the snapshot cap
         self.got = 0
         self.error = None
-        self.ready = _thread.allocate_lock()
-        self.ready.acquire()  # released once every byte (or an error) is in
+        self.ready = _held_lock()  # released once every byte (or an error) is in
 
 
 def _open_inbound(r):
@@ -3869,7 +3899,7 @@ class _DataStream(object):
         return self.hash.hexdigest()
 
 
-@_handler("snapshot")
+@_handler
 def _h_snapshot(r):
     pickle = _imp("pickle")
     path = r.msg.get("path")
@@ -3990,7 +4020,7 @@ def _receive_payload(r):
     return ib.buf
 
 
-@_handler("restore")
+@_handler
 def _h_restore(r):
     pickle = _imp("pickle")
     path = r.msg.get("path")
@@ -4057,44 +4087,64 @@ def _h_restore(r):
 
 
 # ---------------------------------------------------------------------------------------------
-# Start-up and the serve loop
+# Dispatch: every request type and who answers it, declared once [_REQUESTS]
 # ---------------------------------------------------------------------------------------------
 
-_pumps = ()
-_user_module = None
-_runtime_module = None
-_monotonic = None
-_cell_var = None
-_cell_get = None
-_cell_set = None
-_cell_reset = None
+# now  answered by whoever reads its line (the reader thread while a request runs), as soon as it
+#      is read, also while a cell runs; fn(rid, msg). It never waits in the queue.
+# run  queued: run strictly in order, one at a time, on the main thread or as a task on the loop,
+#      with exactly one done, after its other events; fn(r). A queued request needs an id, except
+#      a shutdown (its done comes only when it has one).
+# shutdown has both: at once with "now": true, else queued. lib/protocol/declared_once.test.ts holds
+# this table to lib/protocol/runtime.ts (the request types, AtOnceType) and docs/protocol.md.
+_REQUESTS = {
+    # type         now               run
+    "interrupt":   (_now_interrupt,  None),
+    "host_reply":  (_now_host_reply, None),
+    "data":        (_now_data,       None),
+    "ping":        (_now_ping,       None),
+    "heartbeat":   (_now_heartbeat,  None),
+    "info":        (_now_info,       None),
+    "shutdown":    (_now_shutdown,   _run_shutdown),
+    "execute":     (None,            _run_cell),
+    "snapshot":    (None,            _h_snapshot),
+    "restore":     (None,            _h_restore),
+    "list_names":  (None,            _h_list_names),
+    "signatures":  (None,            _h_signatures),
+    "variables":   (None,            _h_variables),
+    "inspect":     (None,            _h_inspect),
+    "reset":       (None,            _h_reset),
+    "complete":    (None,            _h_complete),
+    "is_complete": (None,            _h_is_complete),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Start-up: main(), the serve loop, exit
+# ---------------------------------------------------------------------------------------------
+
+# Bound once at start-up (main, _setup_state, _install_namespace), constants from then on:
+_signal = _monotonic = _sleep = _time = _Empty = _contextvars = _user_module = _runtime_module = None
+_cell_get = _cell_set = _cell_reset = None  # the writing context's cell id (a ContextVar)
 _FENCE = b""
-_signal = None
-_select = None
-_sleep = None
-_time = None
-_Empty = None
-_contextvars = None
 
 
 def _after_fork_in_child():
-    global _forked, _serving, _live_cell, _bid, _bsize, _beat_w, _proto_fd, _req_fd
-    _forked = True
+    _out.forked = True
     # A forked child (multiprocessing) must not keep our channels open after we are gone: the
     # watchdog and the host learn of our exit by their hang-up.
-    for fd in _keep + [_beat_w, _proto_fd, _req_fd]:
+    for fd in _keep + [_wd.beat_w, _out.fd, _rd.fd]:
         if fd >= 0:
             try:
                 os.close(fd)
             except OSError:
                 pass
     del _keep[:]
-    _beat_w = _proto_fd = _req_fd = -1
-    _serving = False
-    _live_cell = None  # nothing batches in the child: every write takes the raw path
-    _bid = None
-    del _bparts[:]  # the parent ships its own copy
-    _bsize = 0
+    _wd.beat_w = _out.fd = _rd.fd = -1
+    _rq.serving = False
+    _out.live = _out.bid = None  # nothing batches in the child: every write takes the raw path
+    del _out.parts[:]  # the parent ships its own copy
+    _out.size = 0
 
 
 def main():
@@ -4116,35 +4166,29 @@ def main():
 
 
 def _setup_state():
-    global _reqq, _monotonic, _cell_var, _cell_get, _cell_set, _cell_reset, _FENCE, _use_signal
-    global _Empty, _contextvars, _sleep, _time
+    global _monotonic, _sleep, _time, _Empty, _contextvars, _cell_get, _cell_set, _cell_reset, _FENCE
     import time
     import _queue
     import contextvars
-    _monotonic = time.monotonic
-    _sleep = time.sleep
-    _time = time.time
+    _monotonic, _sleep, _time = time.monotonic, time.sleep, time.time
     _Empty = _queue.Empty
     _contextvars = contextvars
-    _reqq = _queue.SimpleQueue()
-    _cell_var = contextvars.ContextVar("awrepl_cell")
-    _cell_get = _cell_var.get
-    _cell_set = _cell_var.set
-    _cell_reset = _cell_var.reset
+    _rq.q = _queue.SimpleQueue()
+    cell = contextvars.ContextVar("awrepl_cell")  # the writing context's cell id
+    _cell_get, _cell_set, _cell_reset = cell.get, cell.set, cell.reset
     _FENCE = b"\x00\x1bawrepl-fence-" + os.urandom(8).hex().encode() + b"\x00"
-    _use_signal = hasattr(_signal, "pthread_kill") and not os.environ.get("AWREPL_INTERRUPT_FALLBACK")
+    _rq.use_signal = hasattr(_signal, "pthread_kill") and not os.environ.get("AWREPL_INTERRUPT_FALLBACK")
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _setup_pumps(pumps):
-    global _pumps, _fence_poll
     try:
         import select
         if hasattr(select, "poll"):
-            _fence_poll = select.poll()  # the main thread's: a poll object is never polled concurrently
+            _out.fence_poll = select.poll()  # the main thread's: a poll object is never polled concurrently
             for p in pumps:
-                _fence_poll.register(p.rfd, select.POLLIN)
+                _out.fence_poll.register(p.rfd, select.POLLIN)
     except ImportError:
         pass
     try:
@@ -4153,7 +4197,7 @@ def _setup_pumps(pumps):
             fcntl.fcntl(p.wfd, 1031, 1 << 20)  # F_SETPIPE_SZ (Linux)
     except Exception:
         pass
-    _pumps = pumps
+    _out.pumps = pumps
     Stream = _make_stream_class()
     sys.stdout = Stream("stdout", 1)
     sys.stderr = Stream("stderr", 2)
@@ -4184,14 +4228,10 @@ def _install_namespace():
 
 
 def _start_threads(pumps):
-    global _serving, _idle_poll
     _setup_turn()
-    if _turn_main:
-        _idle_poll = _select.poll()
-        _idle_poll.register(_req_fd, _select.POLLIN)
     _thread.start_new_thread(_pump_forever, (list(pumps),))
     _thread.start_new_thread(_batch_timer, ())
-    _serving = True
+    _rq.serving = True
     _thread.start_new_thread(_reader, ())
 
 
@@ -4201,14 +4241,14 @@ def _next_request():
     to the first result, all of it makes later requests cheaper."""
     while True:
         try:
-            return _reqq.get_nowait()  # queued by the reader thread, or by the last read
+            return _rq.q.get_nowait()  # queued by the reader thread, or by the last read
         except _Empty:
             pass
-        if not _turn_main:
+        if not _rd.main:
             if not _take_turn():
                 return _queued_request()
             continue  # what the reader queued after the look above and before it parked goes first
-        if _idle_tasks and not _idle_poll.poll(IDLE_SECONDS * 1000):
+        if _idle_tasks and not _rd.idle_poll.poll(IDLE_SECONDS * 1000):
             _idle_task()
             continue
         _main_read()
@@ -4218,10 +4258,10 @@ def _queued_request():
     """The next request the reader thread queues."""
     while _idle_tasks:
         try:
-            return _reqq.get(timeout=IDLE_SECONDS)
+            return _rq.q.get(timeout=IDLE_SECONDS)
         except _Empty:
             _idle_task()
-    return _reqq.get()
+    return _rq.q.get()
 
 
 def _idle_task():
@@ -4238,19 +4278,13 @@ def _warm_imports():
     _flush_sources()
 
 
-def _idle_watchdog():
-    if not _watchdog_started:
-        _start_watchdog()
-
-
-_idle_tasks = [_idle_watchdog, _warm_imports]
-_idle_poll = None  # polls the request fd while idle tasks wait (the main thread has the turn)
+_idle_tasks = [_start_watchdog, _warm_imports]
 IDLE_SECONDS = 0.05
 
 
 def _serve():
-    while not _stop:
-        if _loop is None:
+    while not _rq.stop:
+        if _aio.loop is None:
             r = _next_request()
             try:
                 _handle_sync(r)
@@ -4259,10 +4293,10 @@ def _serve():
             _restore_stdio()
         else:
             try:
-                _loop.run_forever()
+                _aio.loop.run_forever()
             except BaseException:
                 pass  # a KeyboardInterrupt raised into a background task, or its SystemExit
-            if _loop.is_closed():
+            if _aio.loop.is_closed():
                 _drop_loop()  # user code closed it from a thread: start over without one
             _restore_stdio()
     _exit_process()
@@ -4279,16 +4313,14 @@ def _restore_stdio():
 
 
 def _exit_process():
-    global _serving
-    _serving = False
-    if _loop is not None:
+    _rq.serving = False
+    if _aio.loop is not None:
         try:
-            _loop.set_exception_handler(lambda loop, context: None)
+            _aio.loop.set_exception_handler(lambda loop, context: None)
         except Exception:
             pass
 
-    started = _thread.allocate_lock()
-    started.acquire()
+    started = _held_lock()
 
     def hard_exit():
         started.release()
