@@ -115,9 +115,9 @@ export class ReplSession implements Session {
   readonly cwd: string;
   /** Snapshot after every cell that changed the namespace; a host may switch it on later. */
   autosave: boolean;
-  readonly startedAt = Date.now();
-  lastActiveAt = Date.now();
-  cellsRun = 0;
+  readonly startedAt: number = Date.now();
+  lastActiveAt: number = Date.now();
+  cellsRun: number = 0;
 
   private readonly spec: WorkerSpec;
   private readonly displays: DisplayFiles;
