@@ -4,6 +4,7 @@
 // which prints the running and the saved session names, one a line, and never starts or stops a
 // supervisor (a TAB press must not replace a supervisor of another version, as a real command would).
 import type { Command, Option } from "commander";
+import { deadline } from "../core/deadline.ts";
 import { usageError } from "../core/errors.ts";
 import type { HomeLayout } from "../settings/home.ts";
 import type { CliContext } from "./context.ts";
@@ -372,17 +373,16 @@ export async function completionSessionNames(layout: HomeLayout): Promise<string
     import("../session/snapshot_files.ts"),
   ]);
   const names = new Set(savedSessionNames(layout.home));
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<null>((r) => {
-    timer = setTimeout(() => r(null), 1000);
-  });
+  // One second for the hello and the list together (timed from before the connect).
+  const giveUpAt = Date.now() + 1000;
+  const left = () => Math.max(0, giveUpAt - Date.now());
   try {
     const conn = await SupervisorConnection.connect(layout);
     if (conn) {
       try {
-        const hello = await Promise.race([conn.hello, timeout]);
+        const hello = await deadline(conn.hello, left(), "the supervisor's hello");
         if (hello?.ok) {
-          const rows = await Promise.race([conn.call({ type: "list" }), timeout]);
+          const rows = await deadline(conn.call({ type: "list" }), left(), "the list of sessions");
           for (const r of rows ?? []) names.add(r.name);
         }
       } finally {
@@ -390,9 +390,7 @@ export async function completionSessionNames(layout: HomeLayout): Promise<string
       }
     }
   } catch {
-    // No names from the supervisor: the saved ones still help.
-  } finally {
-    clearTimeout(timer);
+    // No names from the supervisor (none answered, or not within the second): the saved ones still help.
   }
   return [...names].sort();
 }

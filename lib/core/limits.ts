@@ -52,26 +52,6 @@ export const FIGURE_FORMATS: readonly FigureFormat[] = ["png", "svg"];
 /** The longest delay a timer takes (2^31 - 1 ms); every duration is checked against it. */
 export const MAX_DELAY_MS = 2_147_483_647;
 
-/** The numeric settings (config keys), and which of them are durations (a timer must be able to hold them). */
-export const NUMBER_KEYS = [
-  "timeoutMs",
-  "maxOutputBytes",
-  "graceMs",
-  "idleExitMs",
-  "sessionIdleMs",
-  "snapshotMaxBytes",
-  "snapshotMaxVariableBytes",
-  "displayMaxFiles",
-  "displayMaxBytes",
-  "displayMaxEntries",
-  "displayMaxPayloadBytes",
-] as const;
-/** Counts read from a flag that are no setting: `awrepl mcp --wait`, `--max-image`, `wait --timeout`, its test heartbeat. */
-const FLAG_ONLY_KEYS = ["waitMs", "maxImageBytes", "heartbeatMs"] as const;
-/** What a number read from a flag, the environment or a file is: a setting, or a flag's own count. */
-export type NumberKey = (typeof NUMBER_KEYS)[number] | (typeof FLAG_ONLY_KEYS)[number];
-const DURATION_KEYS: ReadonlySet<string> = new Set(["timeoutMs", "graceMs", "idleExitMs", "sessionIdleMs", "waitMs", "heartbeatMs"]);
-
 /** The settings a session and its calls run under (a subset of NUMBER_KEYS). */
 export const LIMIT_KEYS = [
   "timeoutMs",
@@ -85,6 +65,15 @@ export const LIMIT_KEYS = [
   "displayMaxPayloadBytes",
 ] as const;
 export type LimitKey = (typeof LIMIT_KEYS)[number];
+
+/** The numeric settings (config keys): the limits, and the supervisor's two idle limits. Which are durations: DURATION_KEYS. */
+export const NUMBER_KEYS = [...LIMIT_KEYS, "idleExitMs", "sessionIdleMs"] as const;
+/** Counts read from a flag that are no setting: `awrepl mcp --wait`, `--max-image`, `wait --timeout`, its test heartbeat. */
+const FLAG_ONLY_KEYS = ["waitMs", "maxImageBytes", "heartbeatMs"] as const;
+/** What a number read from a flag, the environment or a file is: a setting, or a flag's own count. */
+export type NumberKey = (typeof NUMBER_KEYS)[number] | (typeof FLAG_ONLY_KEYS)[number];
+/** The numbers that are durations (a timer must be able to hold them). */
+const DURATION_KEYS: ReadonlySet<string> = new Set(["timeoutMs", "graceMs", "idleExitMs", "sessionIdleMs", "waitMs", "heartbeatMs"]);
 
 /**
  * Every limit a session runs under, resolved (DEFAULTS says what each one is): a session keeps its

@@ -11,6 +11,7 @@
 // them and shows the message. A cancelled call (notifications/cancelled) cancels the execute request:
 // the supervisor interrupts the cell (or drops it if still queued) and the session keeps its state.
 import type { DetachedCell, RemoteSession } from "../client/attach.ts";
+import { DeadlineError, deadline } from "../core/deadline.ts";
 import type { CallLimits } from "../core/limits.ts";
 import type { DisplayItem, ExecResult } from "../protocol/result.ts";
 import { emptyResult } from "./content.ts";
@@ -184,28 +185,24 @@ export async function waitWithProgress<T>(
 ): Promise<WaitOutcome<T>> {
   const { signal, notify, source } = options;
   const stopProgress = notify ? reportProgress(source, notify, options.heartbeatMs ?? HEARTBEAT_MS) : () => {};
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let onAbort: (() => void) | undefined;
+  // `work`'s own failure is carried as a value, so that every rejection of the wait is the wait's own:
+  // the deadline (a DeadlineError) or the signal (its reason, whatever that is).
+  const settled = work.then(
+    (value) => ({ kind: "done", value }) as const,
+    (error: unknown) => ({ kind: "failed", error }) as const,
+  );
+  let outcome: Awaited<typeof settled>;
   try {
-    return await Promise.race([
-      work.then((value) => ({ kind: "done", value }) as const),
-      new Promise<{ kind: "waited" }>((resolve) => {
-        if (options.waitMs !== null) timer = setTimeout(() => resolve({ kind: "waited" }), options.waitMs);
-      }),
-      new Promise<{ kind: "cancelled" }>((resolve) => {
-        onAbort = () => {
-          options.onCancel();
-          resolve({ kind: "cancelled" });
-        };
-        if (signal.aborted) onAbort();
-        else signal.addEventListener("abort", onAbort, { once: true });
-      }),
-    ]);
+    outcome = await deadline(settled, options.waitMs ?? Infinity, "the cell", { signal });
+  } catch (err) {
+    if (err instanceof DeadlineError) return { kind: "waited" };
+    options.onCancel();
+    return { kind: "cancelled" };
   } finally {
-    clearTimeout(timer);
-    if (onAbort) signal.removeEventListener("abort", onAbort);
     stopProgress();
   }
+  if (outcome.kind === "failed") throw outcome.error;
+  return outcome;
 }
 
 /** Progress on output (at most every PROGRESS_INTERVAL_MS, the latest line never lost) and a heartbeat after `heartbeatMs` of silence. */

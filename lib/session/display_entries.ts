@@ -9,8 +9,9 @@ import type { DisplayEvent } from "../protocol/runtime.ts";
 import type { DisplayFileInfo, DisplayItem } from "../protocol/result.ts";
 import type { DisplayFiles } from "./display.ts";
 import { cutMimeKey, isTextMime, storedAsFile } from "./mime.ts";
-import { capText, utf8Length } from "./output.ts";
+import { capText } from "./output.ts";
 import { byteLimit, DEFAULTS } from "../core/limits.ts";
+import { utf8Length } from "../core/utf8.ts";
 
 const BASE64 = /^[A-Za-z0-9+/\s]*={0,2}\s*$/;
 /** Below this many bytes per text payload an entry's text is left out rather than cut to nothing useful. */

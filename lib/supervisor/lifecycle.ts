@@ -5,6 +5,7 @@
 // memory is given back. If the supervisor is SIGKILLed, the workers see EOF on their stdin and exit
 // by themselves (runtime.py).
 import { statSync } from "node:fs";
+import { DeadlineError, deadline } from "../core/deadline.ts";
 import type { Config } from "../settings/config.ts";
 import type { HomeLayout } from "../settings/home.ts";
 import type { StopSnapshot } from "../protocol/supervisor.ts";
@@ -116,8 +117,10 @@ export class Lifecycle {
       if (unsaved.length) log(`stopping with ${unsaved.length} session(s) NOT saved: ${unsaved.join(", ")}`);
       snapshotted(outcomes);
       const closing = Promise.all([sessions.closeAll({ keepFiles: true }), spares.closeAll()]);
-      const timeout = new Promise((r) => setTimeout(r, CLOSE_WAIT_MS).unref());
-      await Promise.race([closing, timeout]);
+      // Not waiting longer than CLOSE_WAIT_MS: the stop goes on without them then.
+      await deadline(closing, CLOSE_WAIT_MS, "the sessions and spare workers to close", { unref: true }).catch((err) => {
+        if (!(err instanceof DeadlineError)) throw err;
+      });
       for (const conn of connections) conn.end();
       log("stopped");
       this.#finished(0);

@@ -6,6 +6,7 @@
 import { chmodSync, lstatSync, mkdirSync, renameSync, rmSync, statSync, unlinkSync } from "node:fs";
 import { connect as netConnect, type Server, type Socket } from "node:net";
 import { dirname, join } from "node:path";
+import { deadline } from "../core/deadline.ts";
 import { AwreplError } from "../core/errors.ts";
 import { type HomeLayout, shortSocketDir } from "../settings/home.ts";
 import { listenSocket } from "../wire/socket.ts";
@@ -64,23 +65,18 @@ export class OwnedSocket {
 }
 
 /** True when something accepts connections on the socket (a live supervisor). */
-function socketAnswers(path: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = netConnect(path);
-    const timer = setTimeout(() => {
-      socket.destroy();
-      resolve(true); // it exists and is slow: do not steal it
-    }, 2000);
-    socket.once("connect", () => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => {
-      clearTimeout(timer);
-      resolve(false);
-    });
+async function socketAnswers(path: string): Promise<boolean> {
+  const socket = netConnect(path);
+  const answered = new Promise<boolean>((resolve) => {
+    socket.once("connect", () => resolve(true));
+    socket.once("error", () => resolve(false));
   });
+  try {
+    // It exists and is slow to answer: do not steal it.
+    return await deadline(answered, 2000, "the socket to answer").catch(() => true);
+  } finally {
+    socket.destroy();
+  }
 }
 
 function removeStaleSocket(path: string, log: Log): void {

@@ -6,6 +6,7 @@
 // whoever stopped the supervisor (idle exit, an upgrade, a signal); a session closed on purpose is
 // forgotten.
 // The files themselves: lib/session/snapshot_files.ts. What survives and what cannot: docs/persistence.md.
+import { DeadlineError, deadline } from "../core/deadline.ts";
 import type { Config } from "../settings/config.ts";
 import type { StopSnapshot } from "../protocol/supervisor.ts";
 import type { ReplSession, ReplSessionOptions } from "../session/session.ts";
@@ -53,10 +54,8 @@ export async function snapshotBeforeStop(
 ): Promise<StopSnapshot[]> {
   const budgetMs = options.budgetMs ?? STOP_SNAPSHOT_BUDGET_MS;
   const startedAt = Date.now();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const deadline = new Promise<"late">((resolve) => {
-    timer = setTimeout(() => resolve("late"), budgetMs);
-  });
+  // One budget for all of them together: each waits for what is left of it.
+  const budgetLeft = () => Math.max(0, startedAt + budgetMs - Date.now());
   const one = async (name: string, session: ReplSession): Promise<StopSnapshot> => {
     if (session.pid === null) return notSaved(options.home, name, "no_worker", "its worker was gone before the stop (it had died or was being replaced)");
     if (session.busy) {
@@ -71,22 +70,19 @@ export async function snapshotBeforeStop(
       (r): StopSnapshot => ({ session: name, status: "saved", path: r.path, saved: r.saved.length, skipped: r.skipped, bytes: r.bytes }),
       (err: unknown): StopSnapshot => notSaved(options.home, name, "failed", (err as Error).message),
     );
-    const outcome = await Promise.race([saving, deadline]);
-    if (outcome !== "late") return outcome;
-    // The worker is ended next: a write it has not finished is dropped (temp file, never renamed).
-    return notSaved(options.home, name, "failed", `it did not finish within the stop's snapshot budget of ${budgetMs} ms (a namespace too large or too slow to pickle)`);
+    return deadline(saving, budgetLeft(), `the snapshot of ${name}`).catch((err) => {
+      if (!(err instanceof DeadlineError)) throw err;
+      // The worker is ended next: a write it has not finished is dropped (temp file, never renamed).
+      return notSaved(options.home, name, "failed", `it did not finish within the stop's snapshot budget of ${budgetMs} ms (a namespace too large or too slow to pickle)`);
+    });
   };
-  try {
-    const outcomes = await Promise.all([...sessions].map(([name, session]) => one(name, session)));
-    for (const o of outcomes) {
-      log(`session ${o.session}: ${describeStopSnapshot(o)}`);
-      if (o.status === "saved") clearHeld(options.home, o.session);
-      else if (isUnsaved(o) && options.record !== false) record(options, o, startedAt, log);
-    }
-    return outcomes;
-  } finally {
-    clearTimeout(timer);
+  const outcomes = await Promise.all([...sessions].map(([name, session]) => one(name, session)));
+  for (const o of outcomes) {
+    log(`session ${o.session}: ${describeStopSnapshot(o)}`);
+    if (o.status === "saved") clearHeld(options.home, o.session);
+    else if (isUnsaved(o) && options.record !== false) record(options, o, startedAt, log);
   }
+  return outcomes;
 }
 
 /** A session whose state is not saved: what its next use gets instead (the snapshot on disk, or nothing). */
@@ -120,9 +116,9 @@ function record(options: StopSnapshotOptions, o: StopSnapshot, startedAt: number
 
 /** Resolves true once the session has nothing running or queued, false after `ms`. */
 async function idleWithin(session: ReplSession, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
+  const giveUpAt = Date.now() + ms;
   while (session.busy) {
-    if (Date.now() >= deadline) return false;
+    if (Date.now() >= giveUpAt) return false;
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   return true;

@@ -5,6 +5,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { Client } from "@modelcontextprotocol/client";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { awreplBinary, COMMAND_TIMEOUT_MS, PYTHON } from "../harness/mod.ts";
+import { DeadlineError, deadline } from "../../lib/core/deadline.ts";
 import type { DisplayItem } from "../../lib/protocol/result.ts";
 
 export type ToolResult = Awaited<ReturnType<Client["callTool"]>>;
@@ -108,16 +109,16 @@ export async function rawServer(home: string, args: string[]): Promise<RawServer
   });
   child.stderr!.resume();
   let id = 0;
-  const request = (method: string, params: unknown) =>
-    new Promise<{ result?: any; error?: unknown }>((resolve, reject) => {
-      const n = ++id;
-      const timer = setTimeout(() => reject(new Error(`No answer to ${method} within ${COMMAND_TIMEOUT_MS} ms`)), COMMAND_TIMEOUT_MS);
-      waiters.set(n, (m) => {
-        clearTimeout(timer);
-        resolve(m);
-      });
+  const request = (method: string, params: unknown) => {
+    const n = ++id;
+    const answer = new Promise<{ result?: any; error?: unknown }>((resolve) => {
+      waiters.set(n, resolve);
       child.stdin!.write(`${JSON.stringify({ jsonrpc: "2.0", id: n, method, params })}\n`);
     });
+    return deadline(answer, COMMAND_TIMEOUT_MS, `an answer to ${method}`).catch((err) => {
+      throw err instanceof DeadlineError ? new Error(`No answer to ${method} within ${COMMAND_TIMEOUT_MS} ms`) : err;
+    });
+  };
   const notify = (method: string, params?: unknown) => child.stdin!.write(`${JSON.stringify({ jsonrpc: "2.0", method, ...(params ? { params } : {}) })}\n`);
   const exited = new Promise<number | string>((r) => child.once("exit", (code, sig) => r(code ?? String(sig))));
   const stdoutClosed = new Promise<void>((r) => child.stdout!.once("close", () => r()));
@@ -130,6 +131,7 @@ export async function rawServer(home: string, args: string[]): Promise<RawServer
 
 /** Resolves `p`, or rejects after `ms` naming `what`. */
 export function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout>;
-  return Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`Timed out after ${ms} ms: ${what}`)), ms)))]).finally(() => clearTimeout(timer));
+  return deadline(p, ms, what).catch((err) => {
+    throw err instanceof DeadlineError ? new Error(`Timed out after ${ms} ms: ${what}`) : err;
+  });
 }

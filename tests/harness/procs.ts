@@ -4,6 +4,7 @@
 // deadline, until none is left. Zombies count as gone: they have exited and only wait to be reaped
 // (this machine's PID 1 does not always reap). binary.ts's processesOf() is a marker search too.
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { DeadlineError, deadline } from "../../lib/core/deadline.ts";
 import { sleep } from "./common.ts";
 
 export type Proc = { pid: number; ppid: number; pgid: number; sid: number; state: string; comm: string };
@@ -117,16 +118,10 @@ export async function goneWithin(pid: number, timeoutMs: number): Promise<number
 }
 
 /** Resolves `p`, or rejects after `ms` with `what` in the message. Every fixture wait goes through it. */
-export async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const t = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: not done within ${ms} ms`)), ms);
+export function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  return deadline(p, ms, what).catch((err) => {
+    throw err instanceof DeadlineError ? new Error(`${what}: not done within ${ms} ms`) : err;
   });
-  try {
-    return await Promise.race([p, t]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** The namespace a process is in ("mnt:[4026532248]"), or null when it is gone. */

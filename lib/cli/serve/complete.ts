@@ -1,6 +1,7 @@
 // Tab completion for the interactive REPL: the runtime's `complete` answers from the live namespace;
 // this adapts its matches to what node:readline expects (matches that all start with the text being
 // replaced), indents on a blank line, and completes the meta commands.
+import { DeadlineError, deadline } from "../../core/deadline.ts";
 import type { Session } from "../../protocol/api.ts";
 import type { Completer } from "./reader.ts";
 
@@ -17,7 +18,10 @@ export function makeCompleter(session: Session, pending: () => string): Complete
       const word = before.trimStart();
       return [META_COMMANDS.filter((c) => c.startsWith(word)), word];
     }
-    const matches = await withTimeout(session.complete(pending() + before), COMPLETE_TIMEOUT_MS);
+    const matches = await deadline(session.complete(pending() + before), COMPLETE_TIMEOUT_MS, "completions").catch((err) => {
+      if (err instanceof DeadlineError) return [];
+      throw err;
+    });
     return fitMatches(matches ?? [], before);
   };
 }
@@ -35,16 +39,4 @@ export function fitMatches(matches: string[], before: string): [string[], string
     if (unique.length > 0 && unique.every((m) => m.startsWith(replaced))) return [unique, replaced];
   }
   return [unique.filter((m) => m.startsWith(word)), word];
-}
-
-async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const expired = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), ms);
-  });
-  try {
-    return await Promise.race([promise, expired]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

@@ -6,7 +6,7 @@ import type { HomeLayout } from "../../settings/home.ts";
 import { ReplSession } from "../../session/session.ts";
 import type { Session } from "../../protocol/api.ts";
 import type { CliContext } from "../context.ts";
-import { attachOptions, ownSessionOptions } from "../session_options.ts";
+import { attachOptions, ownSessionOptions, sessionLimits } from "../session_options.ts";
 import { Terminal } from "./cell.ts";
 import { HistoryFile, historyPath } from "./history.ts";
 import { servePiped } from "./piped.ts";
@@ -21,18 +21,18 @@ const UNNAMED_ID = `serve-${process.pid}`;
 
 export async function serve(ctx: CliContext, flags: ServeOptions): Promise<number> {
   const interactive = Boolean(process.stdin.isTTY);
-  const config = ctx.config();
   // A person at a terminal has Ctrl-C, so no deadline by default; a script gets the configured one.
-  const timeoutMs = flags.timeoutMs ?? (interactive ? 0 : config.timeoutMs);
-  const maxOutputBytes = flags.maxOutputBytes ?? config.maxOutputBytes;
+  const sessionFlags = { ...ctx.sessionFlags(), python: flags.python, timeoutMs: flags.timeoutMs ?? (interactive ? 0 : undefined), maxOutputBytes: flags.maxOutputBytes };
+  // This command's limits, its flags over the config: settled here, once, for its session and its cells.
+  const limits = sessionLimits(ctx, sessionFlags);
+  const { timeoutMs, maxOutputBytes } = limits;
   const name = ctx.session();
-  const sessionFlags = { ...ctx.sessionFlags(), python: flags.python, timeoutMs, maxOutputBytes };
   let session: Session;
   if (name !== undefined) {
     // A serve outlives supervisors (daemon stop, an upgrade, a crash): the session reconnects by
     // itself, and completion and the like are sent again when a supervisor's end cut them off.
     session = await attach(name, {
-      ...attachOptions(ctx, sessionFlags),
+      ...attachOptions(ctx, sessionFlags, limits),
       layout: ctx.layout,
       resendSafeCalls: true,
       // The session keeps its own interpreter and sandbox: a different ask is said, not ignored.
@@ -45,7 +45,7 @@ export async function serve(ctx: CliContext, flags: ServeOptions): Promise<numbe
       throw err;
     });
   } else {
-    session = await ReplSession.start(UNNAMED_ID, ownSessionOptions(ctx, sessionFlags));
+    session = await ReplSession.start(UNNAMED_ID, ownSessionOptions(ctx, sessionFlags, limits));
   }
 
   const term = new Terminal(process.stdout, process.stderr, makeStyle(Boolean(process.stdout.isTTY), ctx.env));
