@@ -48,6 +48,14 @@ if ! ./node_modules/.bin/tsc --noEmit; then
   failed=$((failed + 1))
 fi
 
+# One style, the formatter's (deno fmt, configured in deno.json's "fmt": the TypeScript and JavaScript
+# sources); `./node_modules/.bin/deno fmt` applies it.
+step "deno fmt --check"
+if ! NO_COLOR=1 ./node_modules/.bin/deno fmt --check; then
+  problems+=("deno fmt --check failed: run ./node_modules/.bin/deno fmt")
+  failed=$((failed + 1))
+fi
+
 # Every suite, one bun test run (the e2e tests use the binary built above; scripts/bench/ holds the
 # benchmarks' smoke test).
 run_bun_test "bun test lib/ tests/ scripts/bench/" "$BUN" test --timeout 60000 lib/ tests/ scripts/bench/
