@@ -2,10 +2,10 @@
 export { ReplSession, type ReplSessionInfo, type ReplSessionOptions } from "./session/session.ts";
 export { SpareWorkers } from "./worker/spare.ts";
 export { SessionPool } from "./session/pool.ts";
-export { AwreplError, ExitCode, type ErrorCode } from "./core/errors.ts";
+export { AwreplError, type ErrorCode, ExitCode } from "./core/errors.ts";
 export type { CompletenessStatus, ExecuteOptions, SandboxProfile, Session, SessionOptions, SnapshotReport } from "./protocol/api.ts";
 export type { DisplayItem, ExecResult, ExecStatus, RestoreReport } from "./protocol/result.ts";
 export type { InspectInfo, NameFailure } from "./protocol/runtime.ts";
 export { attach, type AttachOptions, type Collected, type DetachedCell, RemoteSession } from "./client/attach.ts";
-export { closeAllSessions, closeSession, collectResult, daemonStatus, interruptSession, listSessions, stopDaemon, stopDaemonReport, type DaemonStopReport } from "./client/daemon.ts";
+export { closeAllSessions, closeSession, collectResult, daemonStatus, type DaemonStopReport, interruptSession, listSessions, stopDaemon, stopDaemonReport } from "./client/daemon.ts";
 export type { StopSnapshot } from "./protocol/supervisor.ts";

@@ -40,8 +40,15 @@ export function buildLib(): void {
   // require()s a bundle cannot follow ("Cannot find module './impl/format'" at run time).
   // --outdir, not --outfile: with --sourcemap, --outfile wrote the map next to the source.
   run(process.execPath, [
-    "build", "lib/mod.ts", "--target=node", "--conditions=bun", "--format=esm", "--sourcemap=linked",
-    "--outdir", "dist/lib", `--metafile=${LIB_INPUTS}`,
+    "build",
+    "lib/mod.ts",
+    "--target=node",
+    "--conditions=bun",
+    "--format=esm",
+    "--sourcemap=linked",
+    "--outdir",
+    "dist/lib",
+    `--metafile=${LIB_INPUTS}`,
   ]);
   copyFileSync(join(root, "runtime.py"), join(LIB_DIR, "runtime.py"));
   run(join(root, "node_modules", ".bin", "tsc"), ["-p", "tsconfig.lib.json"]);

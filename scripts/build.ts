@@ -184,8 +184,7 @@ function recordOrder(): number {
   const home = mkdtempSync(join(dirname(BINARY), ".order-home-"));
   const env = { ...process.env, AWREPL_HOME: home };
   try {
-    const call = (extra: Record<string, string> = {}) =>
-      spawnSync(BINARY, ["-s", "order", "run", "1+1"], { env: { ...env, ...extra }, encoding: "utf8", timeout: 60_000 });
+    const call = (extra: Record<string, string> = {}) => spawnSync(BINARY, ["-s", "order", "run", "1+1"], { env: { ...env, ...extra }, encoding: "utf8", timeout: 60_000 });
     const warm = call();
     if (warm.status !== 0) {
       process.stderr.write(`build: the warm-up call failed: ${warm.stderr}\n`);

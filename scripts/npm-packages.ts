@@ -20,7 +20,7 @@ import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
-import { buildLib, libInputs, LIB_DIR, TYPES_DIR } from "./build-lib.ts";
+import { buildLib, LIB_DIR, libInputs, TYPES_DIR } from "./build-lib.ts";
 import { RELEASE_TARGETS } from "./build.ts";
 
 const root = resolve(dirname(new URL(import.meta.url).pathname), "..");

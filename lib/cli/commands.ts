@@ -101,7 +101,10 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
     .option("--json", "print exactly one JSON object: the ExecResult")
     .option("--traceback", "show every traceback frame (default: the failing cell line and the error)")
     .addOption(new Option("--timeout <ms>", "per-cell timeout in ms, 0 = none (default 30000)").argParser((v) => countOption("--timeout", "timeoutMs", v)))
-    .addOption(new Option("--max-output <bytes>", "bytes kept per cell of stdout+stderr, of the display entries' text, and of the value, the exception and the traceback each, 0 = no limit (default 65536)").argParser((v) => countOption("--max-output", "maxOutputBytes", v)))
+    .addOption(
+      new Option("--max-output <bytes>", "bytes kept per cell of stdout+stderr, of the display entries' text, and of the value, the exception and the traceback each, 0 = no limit (default 65536)")
+        .argParser((v) => countOption("--max-output", "maxOutputBytes", v)),
+    )
     .option("--autosave", "with --session: snapshot after every cell that changes the namespace, so a timeout kill loses only that cell")
     .option("--display-dir <dir>", "write the cell's display files (plots, images) to DIR, created if missing (default: the state directory)")
     .addHelpText("after", RUN_EXAMPLES)

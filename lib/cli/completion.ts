@@ -86,12 +86,16 @@ export function bashScript(spec: ProgramSpec, version: string): string {
   const argCases: string[] = [];
   const argLine = (key: string, kind: ValueKind | null, empty: string) => {
     if (!kind || kind === "number" || kind === "text") return;
-    const body =
-      kind === "session" ? `_awrepl_reply "$(_awrepl_sessions)"`
-      : kind === "file" ? `_awrepl_files`
-      : kind === "dir" ? `_awrepl_files -d`
-      : kind === "command" ? `COMPREPLY=($(compgen -c -- "$cur"))`
-      : kind === "commands" ? `_awrepl_reply "${words(spec.commands.map((c) => c.name))}"`
+    const body = kind === "session"
+      ? `_awrepl_reply "$(_awrepl_sessions)"`
+      : kind === "file"
+      ? `_awrepl_files`
+      : kind === "dir"
+      ? `_awrepl_files -d`
+      : kind === "command"
+      ? `COMPREPLY=($(compgen -c -- "$cur"))`
+      : kind === "commands"
+      ? `_awrepl_reply "${words(spec.commands.map((c) => c.name))}"`
       : `_awrepl_reply "${words([...kind])}"`;
     argCases.push(`    "${key}") [[ -z $${empty} ]] && ${body} ;;`);
   };
@@ -156,13 +160,15 @@ _awrepl() {
     ${spec.commands.filter((c) => c.subcommands.length).map((c) => c.name).join("|") || "__none__"}) sub=$arg; arg=$arg2; arg2="" ;;
   esac
   case $prev in
-${[
-  valueCase("session", `_awrepl_reply "$(_awrepl_sessions)"`),
-  valueCase("file", `_awrepl_files`),
-  valueCase("dir", `_awrepl_files -d`),
-  valueCase("command", `COMPREPLY=($(compgen -c -- "$cur"))`),
-  byKind("number").length || byKind("text").length ? `    ${[...byKind("number"), ...byKind("text")].join("|")}) return ;;` : "",
-].filter(Boolean).join("\n")}
+${
+    [
+      valueCase("session", `_awrepl_reply "$(_awrepl_sessions)"`),
+      valueCase("file", `_awrepl_files`),
+      valueCase("dir", `_awrepl_files -d`),
+      valueCase("command", `COMPREPLY=($(compgen -c -- "$cur"))`),
+      byKind("number").length || byKind("text").length ? `    ${[...byKind("number"), ...byKind("text")].join("|")}) return ;;` : "",
+    ].filter(Boolean).join("\n")
+  }
   esac
   if [[ $cur == -* ]]; then
     local opts=""
@@ -292,12 +298,16 @@ export function fishScript(spec: ProgramSpec, version: string): string {
   };
   const arg = (kind: ValueKind | null, cond: string) => {
     if (!kind || kind === "number" || kind === "text") return;
-    const a =
-      kind === "session" ? `-a '(__awrepl_sessions)'`
-      : kind === "file" ? "-F"
-      : kind === "dir" ? `-a '(__fish_complete_directories)'`
-      : kind === "command" ? `-a '(__fish_complete_command)'`
-      : kind === "commands" ? `-a ${fq(spec.commands.map((c) => c.name).join(" "))}`
+    const a = kind === "session"
+      ? `-a '(__awrepl_sessions)'`
+      : kind === "file"
+      ? "-F"
+      : kind === "dir"
+      ? `-a '(__fish_complete_directories)'`
+      : kind === "command"
+      ? `-a '(__fish_complete_command)'`
+      : kind === "commands"
+      ? `-a ${fq(spec.commands.map((c) => c.name).join(" "))}`
       : `-a ${fq(kind.join(" "))}`;
     lines.push(`complete -c awrepl -n ${fq(cond)} ${a}`);
   };

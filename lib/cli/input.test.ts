@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AwreplError } from "../core/errors.ts";
-import { type InputStreams, decodeCell, readCell } from "./input.ts";
+import { decodeCell, type InputStreams, readCell } from "./input.ts";
 
 function stdin(text: string | Uint8Array, tty = false): InputStreams & { reads: number } {
   const io = {

@@ -35,8 +35,7 @@ async function readCellFile(path: string): Promise<string> {
     bytes = readFileSync(path);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    const why =
-      code === "ENOENT" ? "no such file" : code === "EISDIR" ? "it is a directory" : code === "EACCES" ? "permission denied" : (err as Error).message;
+    const why = code === "ENOENT" ? "no such file" : code === "EISDIR" ? "it is a directory" : code === "EACCES" ? "permission denied" : (err as Error).message;
     throw usageError(`Cannot read cell file ${JSON.stringify(path)}: ${why}`);
   }
   return decodeCell(bytes, `cell file ${JSON.stringify(path)}`);

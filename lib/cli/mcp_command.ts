@@ -24,11 +24,11 @@ export function registerMcpCommands(program: Command, ctx: CliContext, setExit: 
     .description("serve the Model Context Protocol over stdio: run, wait, interrupt, variables, inspect, sessions, reset, close (for agent hosts)")
     .option("--cwd <dir>", "working directory of new sessions, and what the default session name derives from (default: the current one)")
     .option("--max-output <bytes>", `bytes of stdout+stderr a result keeps, unless a call asks (default ${MCP_DEFAULTS.maxOutputBytes})`, (v) => countOption("--max-output", "maxOutputBytes", v))
-    .option("--wait <ms>", `how long \`run\` and \`wait\` wait before answering status running, unless a call asks (default ${MCP_DEFAULTS.waitMs})`, (v) =>
-      countOption("--wait", "waitMs", v),
-    )
-    .option("--max-image <bytes>", `largest display image returned as image content; larger ones: the path only (default ${MCP_DEFAULTS.maxImageBytes})`, (v) =>
-      countOption("--max-image", "maxImageBytes", v),
+    .option("--wait <ms>", `how long \`run\` and \`wait\` wait before answering status running, unless a call asks (default ${MCP_DEFAULTS.waitMs})`, (v) => countOption("--wait", "waitMs", v))
+    .option(
+      "--max-image <bytes>",
+      `largest display image returned as image content; larger ones: the path only (default ${MCP_DEFAULTS.maxImageBytes})`,
+      (v) => countOption("--max-image", "maxImageBytes", v),
     )
     .addHelpText(
       "after",

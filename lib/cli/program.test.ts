@@ -19,22 +19,24 @@ describe("the fast paths take only their exact forms (tests/e2e/cli_fast_paths.t
     expect(parseFastView(["-s", "a", "vars"])).toEqual({ command: "vars", session: "a", json: false });
     expect(parseFastView(["vars", "--session", "a.b", "--json"])).toEqual({ command: "vars", session: "a.b", json: true });
     expect(parseFastView(["--session=a", "sessions", "--json", "-s", "b"])).toEqual({ command: "sessions", session: "b", json: true });
-    for (const argv of [
-      [],
-      ["-s", "a"],
-      ["vars", "x"],
-      ["vars", "--json", "--json"],
-      ["--json", "vars"],
-      ["-s", "bad name", "vars"],
-      ["vars", "-s"],
-      ["--session=", "vars"],
-      ["-s=a", "vars"],
-      ["--python", "python3", "vars"],
-      ["vars", "sessions"],
-      ["vars", "--help"],
-      ["inspect", "x"],
-      ["sessions", "--"],
-    ]) {
+    for (
+      const argv of [
+        [],
+        ["-s", "a"],
+        ["vars", "x"],
+        ["vars", "--json", "--json"],
+        ["--json", "vars"],
+        ["-s", "bad name", "vars"],
+        ["vars", "-s"],
+        ["--session=", "vars"],
+        ["-s=a", "vars"],
+        ["--python", "python3", "vars"],
+        ["vars", "sessions"],
+        ["vars", "--help"],
+        ["inspect", "x"],
+        ["sessions", "--"],
+      ]
+    ) {
       expect({ argv, parsed: parseFastView(argv) }).toEqual({ argv, parsed: null });
     }
   });

@@ -16,7 +16,6 @@ import { errorJson, oneLine, reportError, wantsJson } from "./report.ts";
 import { parseFastRun, runCommand } from "./run.ts";
 import { trackStdio, writeStream } from "./stdio.ts";
 
-
 /** Runs the command line `argv` (without the executable); returns the exit status. */
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   try {
@@ -113,4 +112,3 @@ async function runProgram(argv: readonly string[], env: NodeJS.ProcessEnv, json:
 function isCommanderError(err: unknown): err is CommanderError {
   return err instanceof Error && typeof (err as CommanderError).code === "string" && (err as CommanderError).code.startsWith("commander.");
 }
-

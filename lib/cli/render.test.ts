@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { ExecResult } from "../protocol/result.ts";
-import { LiveEcho, formatFailure, renderJson, renderText, shortTraceback, useColor } from "./render.ts";
+import { formatFailure, LiveEcho, renderJson, renderText, shortTraceback, useColor } from "./render.ts";
 
 function result(fields: Partial<ExecResult>): ExecResult {
   return { stdout: "", stderr: "", value: null, exception: null, traceback: "", duration_ms: 1, truncated: false, truncated_bytes: 0, status: "ok", session: null, display: [], ...fields };
@@ -16,10 +16,9 @@ const TB = [
   "    return _default_decoder.decode(s)",
   "           ^^^^^^^^^^^^^^^^^^^^^^^^^^",
   '  File "/usr/lib/python3.11/json/decoder.py", line 355, in raw_decode',
-  "    raise JSONDecodeError(\"Expecting value\", s, err.value) from None",
+  '    raise JSONDecodeError("Expecting value", s, err.value) from None',
   "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
 ].join("\n");
-
 
 describe("renderText", () => {
   test("stdout, then display data, then the value; stderr apart", () => {
@@ -58,7 +57,9 @@ describe("renderText", () => {
   test("display errors and dropped entries are said on stderr", () => {
     const r = renderText(result({ value: "1", display_dropped: 3, display: [{ "text/plain": "B()", error: "_repr_html_() raised ValueError: boom" }] }));
     expect(r.stdout).toBe("B()\n1\n");
-    expect(r.stderr).toBe("awrepl: display: _repr_html_() raised ValueError: boom (left out of the entry)\nawrepl: 3 display entries dropped (over the cell's display limits: entries per cell, or --max-output bytes of their text)\n");
+    expect(r.stderr).toBe(
+      "awrepl: display: _repr_html_() raised ValueError: boom (left out of the entry)\nawrepl: 3 display entries dropped (over the cell's display limits: entries per cell, or --max-output bytes of their text)\n",
+    );
   });
 
   test("the short traceback: the cell's innermost frame, the innermost frame, the error", () => {
@@ -70,7 +71,7 @@ describe("renderText", () => {
         "    return json.loads(text)",
         "  [2 more frames: --traceback shows them]",
         '  File "/usr/lib/python3.11/json/decoder.py", line 355, in raw_decode',
-        "    raise JSONDecodeError(\"Expecting value\", s, err.value) from None",
+        '    raise JSONDecodeError("Expecting value", s, err.value) from None',
         exception,
         "",
       ].join("\n"),
@@ -92,7 +93,8 @@ describe("renderText", () => {
   });
 
   test("chained exceptions keep the last one", () => {
-    const tb = `${TB}\n\nDuring handling of the above exception, another exception occurred:\n\nTraceback (most recent call last):\n  File "<cell-3>", line 9, in <module>\n    raise ValueError("bad config")\nValueError: bad config`;
+    const tb =
+      `${TB}\n\nDuring handling of the above exception, another exception occurred:\n\nTraceback (most recent call last):\n  File "<cell-3>", line 9, in <module>\n    raise ValueError("bad config")\nValueError: bad config`;
     expect(shortTraceback(tb)).toBe('  File "<cell-3>", line 9, in <module>\n    raise ValueError("bad config")\nValueError: bad config');
   });
 

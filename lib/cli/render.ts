@@ -14,7 +14,6 @@ import type { DisplayItem, ExecResult } from "../protocol/result.ts";
 import type { RawText } from "../wire/output_frames.ts";
 import { writeStream } from "./stdio.ts";
 
-
 export type RenderOptions = {
   /** Show every traceback frame instead of the short form. */
   traceback?: boolean;

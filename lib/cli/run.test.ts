@@ -25,36 +25,38 @@ describe("parseFastRun", () => {
   });
 
   test("leaves everything else to commander (which reports errors)", () => {
-    for (const argv of [
-      [],
-      ["--help"],
-      ["run", "--help"],
-      ["run", "-h"],
-      ["--version"],
-      ["vars"],
-      ["run", "a", "b"],
-      ["run", "--jsn", "x"],
-      ["--json", "run", "x"], // run's options are not program options
-      ["-s", "bad name", "run", "x"],
-      ["-s"],
-      ["run", "-s"],
-      ["run", "--timeout", "soon", "x"],
-      ["run", "--timeout"],
-      ["run", "--max-output", "-1", "x"],
-      ["run", "-1"],
-      ["run", "-f"],
-      ["run", "-f", "a", "-f", "b"],
-      ["run", "--display-dir"],
-      ["run", "--display-dir", "--json", "x"],
-      ["run", "--display-dir=", "x"],
-      ["--", "run", "x"],
-      ["run", "--json=yes", "x"],
-      ["run", "--env", "-x"],
-      ["run", "--env"],
-      ["run", "--sandbox=1", "x"],
-      ["serve"],
-      ["--self-test"],
-    ]) {
+    for (
+      const argv of [
+        [],
+        ["--help"],
+        ["run", "--help"],
+        ["run", "-h"],
+        ["--version"],
+        ["vars"],
+        ["run", "a", "b"],
+        ["run", "--jsn", "x"],
+        ["--json", "run", "x"], // run's options are not program options
+        ["-s", "bad name", "run", "x"],
+        ["-s"],
+        ["run", "-s"],
+        ["run", "--timeout", "soon", "x"],
+        ["run", "--timeout"],
+        ["run", "--max-output", "-1", "x"],
+        ["run", "-1"],
+        ["run", "-f"],
+        ["run", "-f", "a", "-f", "b"],
+        ["run", "--display-dir"],
+        ["run", "--display-dir", "--json", "x"],
+        ["run", "--display-dir=", "x"],
+        ["--", "run", "x"],
+        ["run", "--json=yes", "x"],
+        ["run", "--env", "-x"],
+        ["run", "--env"],
+        ["run", "--sandbox=1", "x"],
+        ["serve"],
+        ["--self-test"],
+      ]
+    ) {
       expect({ argv, parsed: parseFastRun(argv) }).toEqual({ argv, parsed: null });
     }
   });

@@ -4,7 +4,7 @@
 // lib/cli/program.ts), so this module imports no node: module and no commander value at the top
 // (lib/core/fastio.ts says what each costs a start).
 import type { Command, Option } from "commander";
-import { type RemoteSession, attach } from "../client/attach.ts";
+import { attach, type RemoteSession } from "../client/attach.ts";
 import { SUPERVISOR_SUBCOMMAND } from "../client/start.ts";
 import { AwreplError, ExitCode, usageError } from "../core/errors.ts";
 import type { RestoreReport } from "../protocol/result.ts";

@@ -239,8 +239,7 @@ export class RemoteSession implements Session {
           display: onDisplay,
           // The cell's host requests, answered by the caller's handler (lib/core/host_bridge.ts).
           hostRequest: onHostRequest
-            ? (hostId, data) =>
-                void answerHostRequest(onHostRequest, data).then((answer) => conn.notify({ type: "host_reply", target: call.id, host_id: hostId, data: answer }))
+            ? (hostId, data) => void answerHostRequest(onHostRequest, data).then((answer) => conn.notify({ type: "host_reply", target: call.id, host_id: hostId, data: answer }))
             : undefined,
         },
       );
@@ -339,7 +338,10 @@ export class RemoteSession implements Session {
 
   #closedError(): AwreplError {
     const name = JSON.stringify(this.id);
-    return new AwreplError("session_closed", `RemoteSession ${name} is closed (its close() was called): no call goes through it any more; the session itself lives on in the supervisor: attach(${name}) to use it again`);
+    return new AwreplError(
+      "session_closed",
+      `RemoteSession ${name} is closed (its close() was called): no call goes through it any more; the session itself lives on in the supervisor: attach(${name}) to use it again`,
+    );
   }
 }
 

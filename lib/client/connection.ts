@@ -1,7 +1,7 @@
 // One connection from a client to the supervisor: hello, then requests multiplexed by id over one
 // pending map; when the connection goes, every pending request fails with one error saying why.
 // Finding or starting the supervisor lives in start.ts; the session-shaped API in attach.ts.
-import { DeadlineError, deadline } from "../core/deadline.ts";
+import { deadline, DeadlineError } from "../core/deadline.ts";
 import { AwreplError, isErrorCode } from "../core/errors.ts";
 import type { ClientRequest, HelloReply, OkValue, RequestId, SupervisorReply } from "../protocol/supervisor.ts";
 import type { DisplayItem } from "../protocol/result.ts";

@@ -100,7 +100,6 @@ export async function collectResult(name: string, options: ClientOptions & { wai
   return collected(r);
 }
 
-
 /** The running supervisor's status, or null when none runs. */
 export async function daemonStatus(options: ClientOptions = {}): Promise<DaemonStatus | null> {
   return withSupervisor(layoutOf(options), (c) => c.call({ type: "status" }));
@@ -180,4 +179,3 @@ async function withSupervisor<T>(layout: HomeLayout, fn: (conn: SupervisorConnec
     conn.close();
   }
 }
-

@@ -79,8 +79,7 @@ test("a start lock held by a live process that is not a starter is taken over on
     } finally {
       conn?.close();
     }
-  }),
-30_000);
+  }), 30_000);
 
 test("clients starting at once reach one supervisor; the starters that lost the race leave no process behind", () =>
   withHome(async (home) => {
@@ -96,5 +95,4 @@ test("clients starting at once reach one supervisor; the starters that lost the 
     } finally {
       for (const c of conns) c?.close();
     }
-  }),
-30_000);
+  }), 30_000);

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { DeadlineError, deadline } from "./deadline.ts";
+import { deadline, DeadlineError } from "./deadline.ts";
 
 const MODULE = new URL("./deadline.ts", import.meta.url).pathname;
 

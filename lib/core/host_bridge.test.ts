@@ -15,7 +15,11 @@ describe("answerHostRequest", () => {
   });
 
   test("a handler that throws or rejects, or a reply JSON cannot carry, is an {error} naming why", async () => {
-    expect(await answerHostRequest(() => { throw new Error("boom"); }, {})).toEqual({ error: "the host's handler failed: boom" });
+    expect(
+      await answerHostRequest(() => {
+        throw new Error("boom");
+      }, {}),
+    ).toEqual({ error: "the host's handler failed: boom" });
     expect(await answerHostRequest(() => Promise.reject(new Error("late boom")), {})).toEqual({ error: "the host's handler failed: late boom" });
     const reply = await answerHostRequest(() => ({ big: 1n }), {});
     expect(String(reply.error)).toStartWith("the host's reply is not JSON");

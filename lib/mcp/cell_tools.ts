@@ -168,15 +168,19 @@ export class CellTools {
         return execContent(c.result, this.o);
       }
       const more = cell ? " Your own cell is still running: call `wait` again." : "";
-      return withNotice(execContent(c.result, this.o), `This result was kept for you: its cell was started by an earlier awrepl mcp process (or another client) and finished while nobody waited for it.${more}`);
+      return withNotice(
+        execContent(c.result, this.o),
+        `This result was kept for you: its cell was started by an earlier awrepl mcp process (or another client) and finished while nobody waited for it.${more}`,
+      );
     }
     if (c.state === "running") {
       if (cell) return runningContent(cell.snapshot(), stillRunning(name, cell.elapsedMs()));
       const elapsed = c.elapsedMs;
-      const what =
-        elapsed === null
-          ? `A cell this server did not send (an earlier awrepl mcp process's, or another client's) is queued in session ${name}; call \`wait\` again, or \`interrupt\`.`
-          : `A cell this server did not send (an earlier awrepl mcp process's, or another client's) is still running in session ${name} after ${seconds(elapsed)}; its output is not shown here. Call \`wait\` again to collect its result, or \`interrupt\` to stop it.`;
+      const what = elapsed === null
+        ? `A cell this server did not send (an earlier awrepl mcp process's, or another client's) is queued in session ${name}; call \`wait\` again, or \`interrupt\`.`
+        : `A cell this server did not send (an earlier awrepl mcp process's, or another client's) is still running in session ${name} after ${
+          seconds(elapsed)
+        }; its output is not shown here. Call \`wait\` again to collect its result, or \`interrupt\` to stop it.`;
       return runningContent(emptyResult(name, "running", elapsed ?? 0), what);
     }
     // idle: someone else collected our kept copy (`awrepl -s NAME wait` in a shell, say); this

@@ -11,7 +11,7 @@
 // them and shows the message. A cancelled call (notifications/cancelled) cancels the execute request:
 // the supervisor interrupts the cell (or drops it if still queued) and the session keeps its state.
 import type { DetachedCell, RemoteSession } from "../client/attach.ts";
-import { DeadlineError, deadline } from "../core/deadline.ts";
+import { deadline, DeadlineError } from "../core/deadline.ts";
 import type { CallLimits } from "../core/limits.ts";
 import type { DisplayItem, ExecResult } from "../protocol/result.ts";
 import { emptyResult } from "./content.ts";

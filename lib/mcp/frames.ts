@@ -2,7 +2,7 @@
 // longer line is not an error that ends the stream (the SDK's own ReadBuffer closes its transport
 // there): it is discarded as it streams past, never held whole, and comes out as one "oversized"
 // frame, with what its reply needs (FrameIdScanner), once its newline arrives. Reading goes on after it.
-import { FrameIdScanner, type FrameHead } from "./frame_id.ts";
+import { type FrameHead, FrameIdScanner } from "./frame_id.ts";
 
 export type Frame = { kind: "line"; bytes: Uint8Array } | ({ kind: "oversized"; bytes: number } & FrameHead);
 

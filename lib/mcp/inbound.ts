@@ -54,7 +54,9 @@ function whyInvalid(m: Record<string, unknown>): Inbound {
   if (!("method" in m) && ("result" in m || "error" in m)) return { kind: "ignore", why: `discarded a malformed JSON-RPC response: ${preview(JSON.stringify(m))}` };
   if ("id" in m && !isRequestId(m.id)) return invalid(null, `id must be a string or an integer, not ${describe(m.id)}`);
   const id = "id" in m ? (m.id as RequestId) : null;
-  if (m.jsonrpc !== "2.0") return invalid(id, `jsonrpc must be "2.0"${m.jsonrpc === undefined ? " (it is missing)" : `, not ${typeof m.jsonrpc === "string" ? preview(JSON.stringify(m.jsonrpc)) : describe(m.jsonrpc)}`}`);
+  if (m.jsonrpc !== "2.0") {
+    return invalid(id, `jsonrpc must be "2.0"${m.jsonrpc === undefined ? " (it is missing)" : `, not ${typeof m.jsonrpc === "string" ? preview(JSON.stringify(m.jsonrpc)) : describe(m.jsonrpc)}`}`);
+  }
   if (!("method" in m)) return invalid(id, "no method: a request (or a notification) needs a string method");
   if (typeof m.method !== "string") return invalid(id, `method must be a string, not ${describe(m.method)}`);
   if ("params" in m && (m.params === null || typeof m.params !== "object" || Array.isArray(m.params))) return invalid(id, `params must be an object, not ${describe(m.params)}`);
@@ -95,14 +97,28 @@ function quoted(text: string): string {
 
 /** Where the first sequence that breaks UTF-8 starts (the decoder says only that one does), or -1. */
 function invalidUtf8At(b: Uint8Array): number {
-  for (let i = 0; i < b.length; ) {
+  for (let i = 0; i < b.length;) {
     const c = b[i] as number;
     if (c < 0x80) {
       i++;
       continue;
     }
     // The sequence's length, and its second byte's range (which rules out overlong forms, surrogates and code points past U+10FFFF).
-    const [n, lo, hi] = c >= 0xc2 && c <= 0xdf ? [1, 0x80, 0xbf] : c === 0xe0 ? [2, 0xa0, 0xbf] : c === 0xed ? [2, 0x80, 0x9f] : c >= 0xe1 && c <= 0xef ? [2, 0x80, 0xbf] : c === 0xf0 ? [3, 0x90, 0xbf] : c === 0xf4 ? [3, 0x80, 0x8f] : c >= 0xf1 && c <= 0xf3 ? [3, 0x80, 0xbf] : [0, 0, 0];
+    const [n, lo, hi] = c >= 0xc2 && c <= 0xdf
+      ? [1, 0x80, 0xbf]
+      : c === 0xe0
+      ? [2, 0xa0, 0xbf]
+      : c === 0xed
+      ? [2, 0x80, 0x9f]
+      : c >= 0xe1 && c <= 0xef
+      ? [2, 0x80, 0xbf]
+      : c === 0xf0
+      ? [3, 0x90, 0xbf]
+      : c === 0xf4
+      ? [3, 0x80, 0x8f]
+      : c >= 0xf1 && c <= 0xf3
+      ? [3, 0x80, 0xbf]
+      : [0, 0, 0];
     if (n === 0) return i;
     for (let k = 1; k <= n; k++) {
       const next = b[i + k];

@@ -86,7 +86,7 @@ export const execResult = z.looseObject({
   truncated_bytes: z.number().int(),
   status: z
     .enum(["ok", "error", "timeout", "interrupted", "died", "running", "idle"])
-    .describe('running: not finished within wait_ms and still running (call `wait`); idle: nothing to wait for'),
+    .describe("running: not finished within wait_ms and still running (call `wait`); idle: nothing to wait for"),
   session: z.string().nullable(),
   display: z.array(display).describe("One entry per display event: MIME type -> text, or the path of a file for binary data"),
   display_dropped: z.number().int().optional().describe("Display entries left out (over the per-cell count or the output limit)"),

@@ -4,7 +4,7 @@
 // Every handler catches its own failures: a thrown error would reach the host as a bare message, and
 // awrepl's stable error code would be lost.
 import type { McpServer } from "@modelcontextprotocol/server";
-import { type AttachOptions, attach, type RemoteSession } from "../client/attach.ts";
+import { attach, type AttachOptions, type RemoteSession } from "../client/attach.ts";
 import { closeSession, interruptSession, listSessions } from "../client/daemon.ts";
 import type { CallLimits } from "../core/limits.ts";
 import { savedSessionNames } from "../session/snapshot_files.ts";
@@ -67,22 +67,19 @@ export class Tools {
   }
 
   register(server: McpServer): void {
-    const guard =
-      <A>(fn: (args: A, ctx: ToolContext) => Promise<ToolResult>) =>
-      async (args: A, ctx: ToolContext): Promise<ToolResult> => {
-        try {
-          return await fn(args, ctx);
-        } catch (err) {
-          return errorContent(err);
-        }
-      };
+    const guard = <A>(fn: (args: A, ctx: ToolContext) => Promise<ToolResult>) => async (args: A, ctx: ToolContext): Promise<ToolResult> => {
+      try {
+        return await fn(args, ctx);
+      } catch (err) {
+        return errorContent(err);
+      }
+    };
     const a = this.args;
     server.registerTool(
       "run",
       {
         title: "Run Python",
-        description:
-          "Run Python code in a persistent session (state survives between calls). Returns stdout, stderr, the trailing expression's repr " +
+        description: "Run Python code in a persistent session (state survives between calls). Returns stdout, stderr, the trailing expression's repr " +
           '(`value`), the exception and display data (images come back as image content). A Python exception is a normal result (status "error"). ' +
           'If the cell is still running after wait_ms it returns status "running" and keeps running: call `wait`.',
         inputSchema: a.run,
@@ -95,8 +92,7 @@ export class Tools {
       "wait",
       {
         title: "Wait for a running cell",
-        description:
-          'Wait for the cell a previous `run` left running (status "running") and return its result, also after this server restarted; ' +
+        description: 'Wait for the cell a previous `run` left running (status "running") and return its result, also after this server restarted; ' +
           'returns "running" again if it is still not done after wait_ms. Status "idle": nothing to wait for.',
         inputSchema: a.wait,
         outputSchema: S.execResult,

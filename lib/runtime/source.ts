@@ -62,8 +62,7 @@ export async function runtimeFile(home: string): Promise<string> {
   return path;
 }
 
-const COMPILE =
-  "import py_compile,sys;py_compile.compile(sys.argv[1],cfile=sys.argv[2],dfile=sys.argv[1],doraise=True)";
+const COMPILE = "import py_compile,sys;py_compile.compile(sys.argv[1],cfile=sys.argv[2],dfile=sys.argv[1],doraise=True)";
 /** What compiling the runtime needs to know of an interpreter (lib/worker/interpreter.ts resolves it). */
 export type CompilingInterpreter = { local: boolean; executable?: string | null; cacheTag?: string | null };
 

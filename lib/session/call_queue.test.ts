@@ -133,7 +133,7 @@ describe("CallQueue", () => {
     const waiting = [1, 2].map((n) =>
       queue.add(async () => {
         ran.push(n);
-      }),
+      })
     );
     queue.refuseWaiting(new Error("closed"));
     for (const w of waiting) await expect(w).rejects.toThrow("closed");

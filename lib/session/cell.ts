@@ -2,7 +2,7 @@
 // trailing value, the error, and the status — including the two ways a cell can lose the session's
 // state (killed at its deadline, or the worker died), which the result says in so many words.
 import type { CellDisplays } from "./display_entries.ts";
-import { capEntries, capText, type CappedText, type OutputCollector, type Stream } from "./output.ts";
+import { capEntries, type CappedText, capText, type OutputCollector, type Stream } from "./output.ts";
 import { RawText } from "../wire/output_frames.ts";
 import type { ExecResult, ExecStatus } from "../protocol/result.ts";
 import type { DisplayEvent, DoneEvent, ErrorEvent, NameFailure } from "../protocol/runtime.ts";
@@ -51,10 +51,9 @@ export type NeverRan = { why: "timeout"; timeoutMs: number } | { why: "withdrawn
  */
 export function neverRanResult(session: string, waitedMs: number, reason: NeverRan): ExecResult {
   const waited = `it waited ${Math.round(waitedMs)} ms for its turn behind other calls of session ${session} and never ran; the session's state is untouched`;
-  const exception =
-    reason.why === "timeout"
-      ? `TimeoutError: The cell's ${reason.timeoutMs} ms timeout, which covers the wait for its turn, ran out: ${waited}`
-      : `KeyboardInterrupt: The cell was withdrawn before it ran: ${waited}`;
+  const exception = reason.why === "timeout"
+    ? `TimeoutError: The cell's ${reason.timeoutMs} ms timeout, which covers the wait for its turn, ran out: ${waited}`
+    : `KeyboardInterrupt: The cell was withdrawn before it ran: ${waited}`;
   return {
     stdout: "",
     stderr: "",

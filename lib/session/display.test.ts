@@ -110,8 +110,7 @@ describe("CellDisplays: one payload's cap and the MIME keys (what a runtime shou
     const item = cell.add({ "image/png": b64(Buffer.alloc(1001)), "text/html": "é".repeat(501), "text/plain": "<Big>" }, { error: "_repr_svg_() raised ValueError: x" })!;
     expect(item).toEqual({
       "text/plain": "<Big>",
-      error:
-        "_repr_svg_() raised ValueError: x; image/png display data of 1001 bytes (1001 B) left out: over the cap of 1000 bytes (1000 B) on one display payload; " +
+      error: "_repr_svg_() raised ValueError: x; image/png display data of 1001 bytes (1001 B) left out: over the cap of 1000 bytes (1000 B) on one display payload; " +
         "text/html display data of 1002 bytes (1002 B) left out: over the cap of 1000 bytes (1000 B) on one display payload",
     });
     expect(f.usage.files).toBe(0);

@@ -176,7 +176,7 @@ describe("capText", () => {
 });
 
 describe("capEntries", () => {
-  const frames = ['Traceback (most recent call last):\n', '  File "<cell-1>", line 2, in f\n    raise ValueError(x)\n'];
+  const frames = ["Traceback (most recent call last):\n", '  File "<cell-1>", line 2, in f\n    raise ValueError(x)\n'];
 
   test("entries within the limit are joined whole", () => {
     expect(capEntries([...frames, "ValueError: short\n"], 1000)).toEqual({ text: `${frames.join("")}ValueError: short\n`, dropped: 0 });

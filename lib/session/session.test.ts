@@ -9,7 +9,6 @@ import { alive, PYTHON, rejection, useSessions, waitFor } from "../../tests/harn
 const fixture = useSessions("test");
 const start = fixture.start;
 
-
 describe("the original awrepl's cases", () => {
   test("exact stdout", async () => {
     const s = await start();
@@ -324,10 +323,7 @@ describe("output", () => {
     const s = await start();
     for (const live of ["raw", "text"] as const) {
       const seen: string[] = [];
-      const options =
-        live === "raw"
-          ? { onRawOutput: (_s: string, raw: { text(): string }) => void seen.push(raw.text()) }
-          : { onOutput: (_s: string, text: string) => void seen.push(text) };
+      const options = live === "raw" ? { onRawOutput: (_s: string, raw: { text(): string }) => void seen.push(raw.text()) } : { onOutput: (_s: string, text: string) => void seen.push(text) };
       const r = await s.execute("import time\nprint('\\x1b[1mA\\x1b[0m\\x00', flush=True); time.sleep(0.05); print('B', flush=True)", options);
       expect(seen.join("")).toBe("\x1b[1mA\x1b[0m\x00\nB\n");
       expect(r.stdout).toBe(seen.join(""));
@@ -339,7 +335,9 @@ describe("output", () => {
     const go = join(fixture.tmp.home, "go");
     const done = join(fixture.tmp.home, "done");
     await s.execute(
-      `import os, threading, time\ndef later():\n    while not os.path.exists(${JSON.stringify(go)}): time.sleep(0.01)\n    print('late', flush=True)\n    open(${JSON.stringify(done)}, 'w').close()\nthreading.Thread(target=later, daemon=True).start()`,
+      `import os, threading, time\ndef later():\n    while not os.path.exists(${JSON.stringify(go)}): time.sleep(0.01)\n    print('late', flush=True)\n    open(${
+        JSON.stringify(done)
+      }, 'w').close()\nthreading.Thread(target=later, daemon=True).start()`,
     );
     writeFileSync(go, "");
     await waitFor(() => existsSync(done), 10_000, "the thread to print");
@@ -459,11 +457,13 @@ describe("order, lifecycle and the rest of the interface", () => {
     execFileSync("mkfifo", [fifo]);
     const big = join(fixture.tmp.home, "big.pkl");
     writeFileSync(big, Buffer.alloc(1024 * 1024 + 1001));
-    for (const [path, says] of [
-      [fifo, "it is a FIFO, not a snapshot file"],
-      ["/dev/zero", "it is a character device, not a snapshot file"],
-      [big, `it is ${1024 * 1024 + 1001} bytes, over the snapshot cap of ${1000 + 1024 * 1024} bytes`],
-    ] as const) {
+    for (
+      const [path, says] of [
+        [fifo, "it is a FIFO, not a snapshot file"],
+        ["/dev/zero", "it is a character device, not a snapshot file"],
+        [big, `it is ${1024 * 1024 + 1001} bytes, over the snapshot cap of ${1000 + 1024 * 1024} bytes`],
+      ] as const
+    ) {
       const err = await rejection(s.restore(path));
       expect(err.code).toBe("usage");
       expect(err.message).toContain(says);

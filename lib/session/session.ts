@@ -31,7 +31,7 @@ import type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, Snaps
 import type { SpareWorkers } from "../worker/spare.ts";
 import { type RequestHandlers, UndeliveredRequestError, type Worker, type WorkerListeners } from "../worker/worker.ts";
 import { startSessionWorker, type WorkerSpec } from "./worker_start.ts";
-import { type WorkerFactsReport, workerFacts } from "../worker/facts.ts";
+import { workerFacts, type WorkerFactsReport } from "../worker/facts.ts";
 
 export { manifestPath } from "./snapshot_files.ts";
 
@@ -456,7 +456,7 @@ export class ReplSession implements Session {
    * got), a fresh one with the latest snapshot restored, which the next execute's result reports.
    */
   private async liveWorker(): Promise<Worker> {
-    for (let restore = true; ; restore = false) {
+    for (let restore = true;; restore = false) {
       const slot = this.slot;
       if (slot.state === "ready") return slot.worker;
       if (slot.state !== "lost") return this.ensureWorker();

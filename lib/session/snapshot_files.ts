@@ -23,7 +23,7 @@ import type { WireManifest } from "../protocol/runtime.ts";
 import type { SessionSpec } from "../protocol/supervisor.ts";
 import { ensurePrivateDir } from "../settings/home.ts";
 import { displayFolder } from "./display.ts";
-import { PAYLOAD, SPEC, sessionDir, sessionFiles, snapshotsDir } from "./snapshot_names.ts";
+import { PAYLOAD, sessionDir, sessionFiles, snapshotsDir, SPEC } from "./snapshot_names.ts";
 
 export { sessionDir, snapshotsDir };
 
@@ -32,8 +32,10 @@ export { sessionDir, snapshotsDir };
  * the protocol, read leniently (older files lack the newer fields), plus the payload's SHA-256, which
  * the host writes for a snapshot that travelled over the protocol.
  */
-export type SnapshotManifest = Pick<WireManifest, "version" | "savedNames" | "skipped" | "pruned" | "bytes" | "pythonVersion" | "timestamp"> &
-  Partial<Pick<WireManifest, "serializer" | "serializers" | "support">> & { sha256?: string };
+export type SnapshotManifest =
+  & Pick<WireManifest, "version" | "savedNames" | "skipped" | "pruned" | "bytes" | "pythonVersion" | "timestamp">
+  & Partial<Pick<WireManifest, "serializer" | "serializers" | "support">>
+  & { sha256?: string };
 
 const UNSAVED = "unsaved.json";
 /**
@@ -90,8 +92,7 @@ const MANIFEST_MAX_BYTES = 16 << 20;
 export function checkManifestTarget(path: string): void {
   const st = statSync(path, { throwIfNoEntry: false });
   if (!st) return;
-  const refuse = () =>
-    new AwreplError("snapshot_failed", `Refusing to overwrite ${path}: it exists and is not an awrepl snapshot manifest (move it away or snapshot to another path)`);
+  const refuse = () => new AwreplError("snapshot_failed", `Refusing to overwrite ${path}: it exists and is not an awrepl snapshot manifest (move it away or snapshot to another path)`);
   if (!st.isFile() || st.size > MANIFEST_MAX_BYTES) throw refuse();
   const content = readObject(path);
   if (!content || !MANIFEST_KEYS.every((k) => k in content)) throw refuse();

@@ -6,13 +6,13 @@ import { AwreplError } from "../core/errors.ts";
 import type { DoneEvent, NameFailure, RuntimeRequest } from "../protocol/runtime.ts";
 import type { RestoreReport } from "../protocol/result.ts";
 import {
+  checkManifestTarget,
   clearUnsaved,
   defaultSnapshotPath,
   ensureSessionDir,
   heldNotice,
   isDefaultSnapshot,
   isUnreadableReason,
-  checkManifestTarget,
   manifestPath,
   markHeld,
   migrateLegacyLayout,
@@ -80,7 +80,17 @@ export function checkRestoreSource(path: string, cap: number): boolean {
     throw new AwreplError("restore_failed", `Cannot read snapshot ${path}: ${(err as Error).message}`);
   }
   if (!st.isFile()) {
-    const kind = st.isFIFO() ? "a FIFO" : st.isCharacterDevice() ? "a character device" : st.isBlockDevice() ? "a block device" : st.isDirectory() ? "a directory" : st.isSocket() ? "a socket" : "not a regular file";
+    const kind = st.isFIFO()
+      ? "a FIFO"
+      : st.isCharacterDevice()
+      ? "a character device"
+      : st.isBlockDevice()
+      ? "a block device"
+      : st.isDirectory()
+      ? "a directory"
+      : st.isSocket()
+      ? "a socket"
+      : "not a regular file";
     throw new AwreplError("usage", `Cannot restore from ${path}: it is ${kind}, not a snapshot file`);
   }
   if (cap > 0 && st.size > cap) {

@@ -6,7 +6,7 @@ import { AwreplError } from "../core/errors.ts";
 import type { SandboxProfile } from "../protocol/api.ts";
 import type { Interpreter } from "../worker/interpreter.ts";
 import { type Launch, runtimeLaunch } from "../worker/launch.ts";
-import { type SpareWorkers, spareKey } from "../worker/spare.ts";
+import { spareKey, type SpareWorkers } from "../worker/spare.ts";
 import { Worker, type WorkerListeners, type WorkerOptions } from "../worker/worker.ts";
 
 /** Everything that decides which worker a session runs (a spare fits only when all of it matches). */

@@ -26,7 +26,13 @@ export type SandboxFlags = {
  * errors name the offending flag and value. (Also for `awrepl mcp`: call it with its flags.)
  */
 export function sandboxSpec(settings: Settings, flags: SandboxFlags = {}): SandboxProfile | false | undefined {
-  const modifiers = [flags.net ? "--sandbox-net" : "", flags.env?.length ? "--env" : "", flags.write?.length ? "--sandbox-write" : "", flags.git ? "--sandbox-git" : "", flags.home ? "--sandbox-home" : ""].filter(Boolean);
+  const modifiers = [
+    flags.net ? "--sandbox-net" : "",
+    flags.env?.length ? "--env" : "",
+    flags.write?.length ? "--sandbox-write" : "",
+    flags.git ? "--sandbox-git" : "",
+    flags.home ? "--sandbox-home" : "",
+  ].filter(Boolean);
   if (flags.sandbox === false) {
     if (modifiers.length) throw usageError(`${modifiers.join(", ")} cannot go with --no-sandbox`);
     return false;
@@ -65,4 +71,3 @@ function checkWritable(settings: Settings, path: string): string {
   if (!statSync(abs, { throwIfNoEntry: false })) throw usageError(`--sandbox-write ${path}: no such file or directory (${abs})`);
   return abs;
 }
-

@@ -5,18 +5,10 @@
 // request gets exactly one final reply, `result`, `ok` or `error`, with its id; a failure in one
 // request never reaches another.
 import { existsSync } from "node:fs";
-import { AwreplError, asAwreplError } from "../core/errors.ts";
+import { asAwreplError, AwreplError } from "../core/errors.ts";
 import { byteLimit } from "../core/limits.ts";
 import { AWREPL_VERSION, buildId, SUPERVISOR_PROTOCOL } from "../core/version.ts";
-import type {
-  ClientRequest,
-  DaemonStatus,
-  ExecuteCallRequest,
-  HelloRequest,
-  RequestId,
-  SessionCallRequest,
-  StopSnapshot,
-} from "../protocol/supervisor.ts";
+import type { ClientRequest, DaemonStatus, ExecuteCallRequest, HelloRequest, RequestId, SessionCallRequest, StopSnapshot } from "../protocol/supervisor.ts";
 import type { HomeLayout } from "../settings/home.ts";
 import type { CallOptions, ReplSession } from "../session/session.ts";
 import { ageText, defaultSnapshotPath, knownSessionNames, readUnsaved, specPath } from "../session/snapshot_files.ts";
@@ -57,10 +49,9 @@ export function handleLine(host: RequestHost, client: ClientConnection, line: st
   // Until a hello of our version, only hello and stop are read any further: a client of another
   // version may spell everything else its own way, and gets version_mismatch for it.
   if (read.type !== "hello" && read.type !== "stop" && client.hello !== "ok") {
-    const error =
-      client.hello === "pending"
-        ? new AwreplError("protocol", "The first request must be hello")
-        : new AwreplError("version_mismatch", `This supervisor is awrepl ${AWREPL_VERSION} (protocol ${SUPERVISOR_PROTOCOL}); stop it and start your own`);
+    const error = client.hello === "pending"
+      ? new AwreplError("protocol", "The first request must be hello")
+      : new AwreplError("version_mismatch", `This supervisor is awrepl ${AWREPL_VERSION} (protocol ${SUPERVISOR_PROTOCOL}); stop it and start your own`);
     client.error(read.id, error);
     return;
   }
@@ -176,7 +167,9 @@ function checkRecoverable(home: string, name: string): void {
   if (existsSync(defaultSnapshotPath(home, name))) return;
   if (!existsSync(specPath(home, name))) throw new AwreplError("session_not_found", `No session named ${JSON.stringify(name)}`);
   const unsaved = readUnsaved(home, name);
-  const why = unsaved ? `its snapshot failed when its supervisor stopped (${unsaved.stop}) ${ageText(Date.now() - unsaved.at)} ago: ${unsaved.error}` : "it was not saved before its supervisor went away";
+  const why = unsaved
+    ? `its snapshot failed when its supervisor stopped (${unsaved.stop}) ${ageText(Date.now() - unsaved.at)} ago: ${unsaved.error}`
+    : "it was not saved before its supervisor went away";
   throw new AwreplError(
     "session_not_found",
     `Session ${name} is not running and its state is lost: ${why}. \`awrepl -s ${name} run ...\` re-creates it (as it was made, empty); \`awrepl close ${name}\` forgets it.`,
@@ -215,10 +208,10 @@ async function execute(
     // Forwarded as the runtime wrote it: never decoded and re-encoded here.
     onRawOutput: stream
       ? (s, raw) => {
-          if (liveLeft <= 0) return;
-          liveLeft -= raw.bytes;
-          client.output(s, id, raw);
-        }
+        if (liveLeft <= 0) return;
+        liveLeft -= raw.bytes;
+        client.output(s, id, raw);
+      }
       : undefined,
     onDisplay: stream ? (item) => client.display(id, item) : undefined,
     onHostRequest: hostRequests ? (data) => hostRequests.ask(data) : undefined,

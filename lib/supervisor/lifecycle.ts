@@ -5,7 +5,7 @@
 // memory is given back. If the supervisor is SIGKILLed, the workers see EOF on their stdin and exit
 // by themselves (runtime.py).
 import { statSync } from "node:fs";
-import { DeadlineError, deadline } from "../core/deadline.ts";
+import { deadline, DeadlineError } from "../core/deadline.ts";
 import type { Config } from "../settings/config.ts";
 import type { HomeLayout } from "../settings/home.ts";
 import type { StopSnapshot } from "../protocol/supervisor.ts";

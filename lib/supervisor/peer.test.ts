@@ -1,11 +1,11 @@
 import { describe, expect, test } from "bun:test";
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
-import { createConnection, createServer, Socket, type Server } from "node:net";
+import { createConnection, createServer, type Server, Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { peerCheckAvailable, peerProblem } from "./peer.ts";
-import { BWRAP_FLOOR_FLAGS, PYTHON, descendants, requireBwrap, within } from "../../tests/harness/mod.ts";
+import { BWRAP_FLOOR_FLAGS, descendants, PYTHON, requireBwrap, within } from "../../tests/harness/mod.ts";
 
 // Connects to argv[1] and holds the connection until the server closes it, so the peer is alive
 // (and its /proc entry readable) while the server looks at it.

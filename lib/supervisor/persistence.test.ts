@@ -167,7 +167,9 @@ describe("a snapshot cut short", () => {
     await s.execute("x = 'first'");
     const first = await s.snapshot();
     const before = readFileSync(first.path);
-    await s.execute("x = 'second'\nclass Slow:\n    def __reduce__(self):\n        print('saving', flush=True)\n        import time\n        time.sleep(60)\n        return (int, (1,))\nslow = Slow()");
+    await s.execute(
+      "x = 'second'\nclass Slow:\n    def __reduce__(self):\n        print('saving', flush=True)\n        import time\n        time.sleep(60)\n        return (int, (1,))\nslow = Slow()",
+    );
     const pid = s.pid!;
     const saving = s.snapshot();
     await Bun.sleep(300); // the snapshot is inside Slow.__reduce__ by now (or about to be)

@@ -6,7 +6,7 @@
 // whoever stopped the supervisor (idle exit, an upgrade, a signal); a session closed on purpose is
 // forgotten.
 // The files themselves: lib/session/snapshot_files.ts. What survives and what cannot: docs/persistence.md.
-import { DeadlineError, deadline } from "../core/deadline.ts";
+import { deadline, DeadlineError } from "../core/deadline.ts";
 import type { Config } from "../settings/config.ts";
 import type { StopSnapshot } from "../protocol/supervisor.ts";
 import type { ReplSession, ReplSessionOptions } from "../session/session.ts";

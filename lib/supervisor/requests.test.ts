@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import type { ClientRequest } from "../protocol/supervisor.ts";
-import { checkRequest, namesSession, REQUEST_TYPES, readRequestLine, type RejectedLine } from "./requests.ts";
+import { checkRequest, namesSession, readRequestLine, type RejectedLine, REQUEST_TYPES } from "./requests.ts";
 
 /** Both steps, as the supervisor takes them on a connection whose hello matched. */
 function parse(value: unknown): { request: ClientRequest } | RejectedLine {

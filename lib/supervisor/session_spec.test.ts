@@ -99,7 +99,7 @@ describe("specMismatch (a live session asked for something else)", () => {
     expect(sameSandbox({}, { network: false, env: [] })).toBe(true);
     expect(sameSandbox({}, undefined)).toBe(false);
     expect(describeSandbox(false)).toBe("no sandbox");
-    expect(describeSandbox({ network: true, writable: ["/d"],  })).toBe("sandbox: network, writable /d");
+    expect(describeSandbox({ network: true, writable: ["/d"] })).toBe("sandbox: network, writable /d");
   });
 });
 

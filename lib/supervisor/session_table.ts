@@ -9,7 +9,7 @@
 // restarts its MCP server (a client like any other) thus loses neither the cell nor its result.
 // Calls that arrive while their session is being created wait for it, then take their turns in
 // arrival order.
-import { AwreplError, asAwreplError } from "../core/errors.ts";
+import { asAwreplError, AwreplError } from "../core/errors.ts";
 import { processRss } from "../core/process.ts";
 import type { ExecResult } from "../protocol/result.ts";
 import type { CollectValue, RequestId, SessionInfo, SessionSpec } from "../protocol/supervisor.ts";
@@ -257,7 +257,7 @@ export class SessionTable {
     entry.closed = true;
     this.entries.delete(name);
     // Calls waiting for the session to start were never handed to it; the others its close refuses.
-    if (!entry.session) for (const held of entry.calls.splice(0)) held.call.fail(closedBefore(name));
+    if (!entry.session) { for (const held of entry.calls.splice(0)) held.call.fail(closedBefore(name)); }
     entry.kept = null;
     this.wake(entry);
     this.log(`session ${name}: closing`);

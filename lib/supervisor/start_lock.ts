@@ -8,7 +8,6 @@ import { processAlive } from "../core/process.ts";
 /** A start-up lock older than this belongs to a starter that died. */
 export const STALE_LOCK_MS = 10_000;
 
-
 export type StartLock = { release(): void };
 
 /**

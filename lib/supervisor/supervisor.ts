@@ -98,7 +98,12 @@ class Supervisor implements RequestHost, LifecycleHost {
       },
       // Too big a request is the caller's input (a cell over the limit): a usage error it can act on.
       lastWords: (err) =>
-        client.encode({ event: "error", id: null, code: "usage", message: `Request too large: ${err.message} (a cell sent to a named session is at most ${MAX_REQUEST_BYTES / 1024 / 1024} MiB); closing the connection` }),
+        client.encode({
+          event: "error",
+          id: null,
+          code: "usage",
+          message: `Request too large: ${err.message} (a cell sent to a named session is at most ${MAX_REQUEST_BYTES / 1024 / 1024} MiB); closing the connection`,
+        }),
     });
   }
 

@@ -8,7 +8,7 @@ function frame(stream: Stream, id: string | null, text: string): Buffer {
 }
 
 describe("readOutputFrame", () => {
-  const texts = ["hello\n", 'a "quoted" \\ back\tslash\r\n/', "ünïcödé € 𝄞 中文\n", "x".repeat(5000), "\\\\\\\"\"\\n"];
+  const texts = ["hello\n", 'a "quoted" \\ back\tslash\r\n/', "ünïcödé € 𝄞 中文\n", "x".repeat(5000), '\\\\\\""\\n'];
   for (const text of texts) {
     test(`reads ${JSON.stringify(text.slice(0, 20))} without decoding: exact UTF-8 length, same text`, () => {
       for (const id of ["7", "12", null]) {
@@ -39,7 +39,7 @@ describe("readOutputFrame", () => {
 describe("readReplyFrame", () => {
   test("reads the supervisor's live-output replies, numeric or string ids, and nothing else", () => {
     for (const id of [1, 4711, "req-7"]) {
-      for (const text of ["plain\n", "ünï \"q\" \\ \t 𝄞\n", "x".repeat(3000)]) {
+      for (const text of ["plain\n", 'ünï "q" \\ \t 𝄞\n', "x".repeat(3000)]) {
         const f = readReplyFrame(Buffer.from(JSON.stringify({ event: "stdout", id, text })));
         expect(f?.stream).toBe("stdout");
         expect(f?.id).toBe(id);
@@ -75,7 +75,7 @@ describe("outputFramePieces", () => {
   });
 
   test("text that arrived decoded is written escaped", () => {
-    const text = "tab\t \u0001 \"quoted\" é\n";
+    const text = 'tab\t \u0001 "quoted" é\n';
     const raw = RawText.fromText(text);
     expect(raw.bytes).toBe(Buffer.byteLength(text));
     expect(JSON.parse(Buffer.concat(outputFramePieces("stdout", 1, raw).pieces).toString())).toEqual({ event: "stdout", id: 1, text });

@@ -53,10 +53,12 @@ describe("socketPath", () => {
   });
 });
 
-describe.each([
-  ["Bun.connect", connectLines],
-  ["node:net", connectNode],
-] as const)("client over %s", (_name, connectTo) => {
+describe.each(
+  [
+    ["Bun.connect", connectLines],
+    ["node:net", connectNode],
+  ] as const,
+)("client over %s", (_name, connectTo) => {
   test("exchanges lines both ways and reports a missing socket as ENOENT", async () => {
     const dir = mkdtempSync(join(tmpdir(), "awrepl-transport-"));
     const path = join(dir, "s.sock");

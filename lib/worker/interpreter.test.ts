@@ -2,16 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { AwreplError } from "../core/errors.ts";
-import {
-  chooseCommand,
-  commandArgv,
-  forgetResolvedInterpreters,
-  looksLikePython,
-  resolveInterpreter,
-  shellQuote,
-  splitCommandLine,
-  versionSelectors,
-} from "./interpreter.ts";
+import { chooseCommand, commandArgv, forgetResolvedInterpreters, looksLikePython, resolveInterpreter, shellQuote, splitCommandLine, versionSelectors } from "./interpreter.ts";
 import { PYTHON, tempHome } from "../../tests/harness/mod.ts";
 import { markSandboxWritten } from "../settings/sandbox_written.ts";
 
@@ -93,7 +84,7 @@ describe("chooseCommand", () => {
     expect(chooseCommand({ env, cwd: project }).source).toBe("VIRTUAL_ENV");
     // A shim on PATH (a script) follows the nearest .python-version: one in a written tree is not followed.
     const shims = join(tmp.home, "shims");
-    fakeExecutable(join(shims, "python3"), "#!/bin/sh\nexec pyenv exec python3 \"$@\"\n");
+    fakeExecutable(join(shims, "python3"), '#!/bin/sh\nexec pyenv exec python3 "$@"\n');
     writeFileSync(join(project, ".python-version"), "3.9\n");
     const viaShim = chooseCommand({ env: { PATH: `${shims}:${join(tmp.home, "bin")}` }, cwd: join(project, "bin"), home: state });
     expect(viaShim.command).toBe(real);

@@ -201,8 +201,7 @@ export function forgetResolvedInterpreters(): void {
 /** One run answers all: the real executable, the version, the bytecode tag, and the directories the
  * interpreter reads (prefixes, site dirs, the user site when enabled) for the sandbox's binds. */
 // The cwd ('' on sys.path for -c) is dropped first: a planted ./json.py must not run in the probe.
-const PROBE =
-  "import sys;sys.path=[p for p in sys.path if p];import json,site;u=getattr(site,'getusersitepackages',lambda:None)();" +
+const PROBE = "import sys;sys.path=[p for p in sys.path if p];import json,site;u=getattr(site,'getusersitepackages',lambda:None)();" +
   "p={sys.prefix,sys.base_prefix,sys.exec_prefix,getattr(sys,'base_exec_prefix',sys.exec_prefix)}|set(getattr(site,'getsitepackages',lambda:[])())|({u} if u and site.ENABLE_USER_SITE else set());" +
   "print(json.dumps({'executable':sys.executable,'version':'%d.%d.%d'%sys.version_info[:3],'cacheTag':sys.implementation.cache_tag,'paths':sorted(x for x in p if x)}))";
 
@@ -272,7 +271,7 @@ export function versionSelectors(shim: string, cwd: string, env: NodeJS.ProcessE
 
 /** The nearest `.python-version` or `.tool-versions` from `cwd` upwards (the first of the two in the nearest directory), or null. */
 function nearestVersionSelector(cwd: string): string | null {
-  for (let dir = resolve(cwd); ; dir = dirname(dir)) {
+  for (let dir = resolve(cwd);; dir = dirname(dir)) {
     for (const f of [".python-version", ".tool-versions"]) if (readSmall(join(dir, f)) !== null) return join(dir, f);
     if (dirname(dir) === dir) return null;
   }

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { PYTHON, rejection, requireSshd, startSshd, tempHome, type TestSshd } from "../../tests/harness/mod.ts";
 import { resolveInterpreter } from "./interpreter.ts";
 import { runtimeLaunch } from "./launch.ts";
-import { SpareWorkers, spareKey } from "./spare.ts";
+import { spareKey, SpareWorkers } from "./spare.ts";
 import { Worker } from "./worker.ts";
 
 let sshd: TestSshd;

@@ -18,7 +18,13 @@ beforeEach(() => {
 });
 afterEach(() => tmp.remove());
 
-const base = () => ({ cwd: tmp.home, env: { PATH: "/usr/bin:/bin", HOME: "/root", SECRET_TOKEN: "s3cr3t", MY_OPT_IN: "value-1", PYTHONPATH: "/x", LC_ALL: "C" }, interpreterPaths: ["/usr"], runtimeFile: "/etc/hostname", bwrap: "/usr/bin/bwrap" });
+const base = () => ({
+  cwd: tmp.home,
+  env: { PATH: "/usr/bin:/bin", HOME: "/root", SECRET_TOKEN: "s3cr3t", MY_OPT_IN: "value-1", PYTHONPATH: "/x", LC_ALL: "C" },
+  interpreterPaths: ["/usr"],
+  runtimeFile: "/etc/hostname",
+  bwrap: "/usr/bin/bwrap",
+});
 
 describe("the bubblewrap command line", () => {
   test("default: no network, no capabilities, read-only root, the cwd writable, the runtime bound at /run/awrepl", () => {
@@ -146,7 +152,9 @@ describe("sandboxed workers", () => {
       let child = 0;
       try {
         let out = "";
-        await w.request({ type: "execute", code: "import os, sys, subprocess\np = subprocess.Popen(['sleep', '600'])\nprint(os.getpid(), p.pid, sys.version_info[:2], os.getcwd())" }, { output: (_s, t) => (out += t) });
+        await w.request({ type: "execute", code: "import os, sys, subprocess\np = subprocess.Popen(['sleep', '600'])\nprint(os.getpid(), p.pid, sys.version_info[:2], os.getcwd())" }, {
+          output: (_s, t) => (out += t),
+        });
         const [pid, sleepPid] = out.split(" ");
         expect(pid).toBe("2"); // a pid namespace of its own: bwrap's reaper is 1
         expect(out).toContain(cwd);

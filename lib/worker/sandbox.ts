@@ -70,7 +70,31 @@ const SECRET_FILES_IN_WRITABLE = [".netrc", ".git-credentials", ".pgpass", ".npm
  * Inside a writable directory: what other tools run code from later, outside the sandbox, kept
  * read-only. `.git` whole (hooks, config, config.worktree, commondir, info: any of them steers git).
  */
-const READ_ONLY_IN_WRITABLE = [".git", ".gitmodules", ".gitconfig", ".bashrc", ".bash_profile", ".bash_login", ".profile", ".bash_logout", ".zshrc", ".zprofile", ".zshenv", ".zlogin", ".envrc", ".vscode", ".idea", ".claude", ".devcontainer", ".mcp.json", "awrepl.jsonc", ".python-version", ".tool-versions", "mise.toml", ".mise.toml"];
+const READ_ONLY_IN_WRITABLE = [
+  ".git",
+  ".gitmodules",
+  ".gitconfig",
+  ".bashrc",
+  ".bash_profile",
+  ".bash_login",
+  ".profile",
+  ".bash_logout",
+  ".zshrc",
+  ".zprofile",
+  ".zshenv",
+  ".zlogin",
+  ".envrc",
+  ".vscode",
+  ".idea",
+  ".claude",
+  ".devcontainer",
+  ".mcp.json",
+  "awrepl.jsonc",
+  ".python-version",
+  ".tool-versions",
+  "mise.toml",
+  ".mise.toml",
+];
 /**
  * Of those, the directories a cell must not create where they are missing, because the tool that reads
  * them runs what they say without asking again in a folder already trusted (git's hooks and config,
@@ -284,7 +308,9 @@ function checkWritable(writable: string[], owned: string[], home: string | null,
     if (home && under(home, w) && !profile.home) {
       throw new AwreplError(
         "usage",
-        `The sandbox will not make ${w} writable: it ${w === home ? "is" : "holds"} your home directory, where a file the code creates (a shell rc file, a program in ~/.local/bin, a config) may run later as you. Run the session in a project directory (--cwd, or cd there), or pass --sandbox-home to allow it`,
+        `The sandbox will not make ${w} writable: it ${
+          w === home ? "is" : "holds"
+        } your home directory, where a file the code creates (a shell rc file, a program in ~/.local/bin, a config) may run later as you. Run the session in a project directory (--cwd, or cd there), or pass --sandbox-home to allow it`,
       );
     }
   }

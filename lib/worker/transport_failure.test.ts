@@ -20,7 +20,9 @@ describe("transport failures are named", () => {
   });
 
   test("ssh's 255 after ready: connection lost", () => {
-    expect(transportFailure(ssh, { code: 255, signal: null }, "Connection to 127.0.0.1 closed by remote host.\n", true)).toBe("ssh exited 255: connection lost: Connection to 127.0.0.1 closed by remote host.");
+    expect(transportFailure(ssh, { code: 255, signal: null }, "Connection to 127.0.0.1 closed by remote host.\n", true)).toBe(
+      "ssh exited 255: connection lost: Connection to 127.0.0.1 closed by remote host.",
+    );
     expect(transportFailure(ssh, { code: 0, signal: null }, "", true)).toBeNull();
   });
 
@@ -42,9 +44,10 @@ describe("transport failures are named", () => {
     expect(describeStartFailure(bwrap, "python3 (sandboxed)", { code: 1, signal: null }, "bwrap: Can't find source path /nope: No such file or directory\n")).toBe(
       "The sandbox could not start (bubblewrap): bwrap: Can't find source path /nope: No such file or directory",
     );
-    expect(describeStartFailure(bwrap, "p", { code: 1, signal: null }, "bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces.\n")).toContain(
-      "user namespaces are refused on this machine",
-    );
+    expect(describeStartFailure(bwrap, "p", { code: 1, signal: null }, "bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces.\n"))
+      .toContain(
+        "user namespaces are refused on this machine",
+      );
   });
 
   test("a Python that failed, and a program that ran and was not Python", () => {

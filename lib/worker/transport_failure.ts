@@ -74,8 +74,8 @@ export function transportFailure(argv: readonly string[], exit: WorkerExitLike, 
     const hint = USERNS_HINT.test(line)
       ? " (user namespaces are refused on this machine: see the sysctl kernel.unprivileged_userns_clone, or AppArmor's restrict_unprivileged_userns on Ubuntu 24.04)"
       : /unrecognized option|Unknown option/.test(line)
-        ? " (this bubblewrap is too old: the sandbox needs 0.8 or newer)"
-        : "";
+      ? " (this bubblewrap is too old: the sandbox needs 0.8 or newer)"
+      : "";
     return `The sandbox could not start (bubblewrap): ${line}${hint}`;
   }
   if ((t === "docker" || t === "podman") && exit.code === 125) {

@@ -12,7 +12,7 @@
 // reported at once. How far the worker got and why it ends is one union with checked moves (life.ts).
 // Payloads stream both ways (payload.ts), and info() asks the worker for its own facts.
 import { type ChildProcess, spawn } from "node:child_process";
-import { DeadlineError, deadline } from "../core/deadline.ts";
+import { deadline, DeadlineError } from "../core/deadline.ts";
 import { AwreplError } from "../core/errors.ts";
 import { killGroup, processAlive } from "../core/process.ts";
 import { LineSplitter } from "../wire/lines.ts";
@@ -479,10 +479,7 @@ export class Worker {
 
   private onSpawnError(err: Error): void {
     const code = (err as NodeJS.ErrnoException).code;
-    const what =
-      code === "ENOENT"
-        ? `Python command ${JSON.stringify(this.argv[0])} was not found`
-        : `Python command ${JSON.stringify(this.label)} could not start: ${err.message}`;
+    const what = code === "ENOENT" ? `Python command ${JSON.stringify(this.argv[0])} was not found` : `Python command ${JSON.stringify(this.label)} could not start: ${err.message}`;
     const error = new AwreplError("no_interpreter", what, { cause: err });
     const life = this.life;
     // A failed spawn emits no "exit": finish here (start()'s waiter gets this error).

@@ -12,17 +12,7 @@
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { cpus, loadavg, totalmem } from "node:os";
-import {
-  AWREPL_BIN,
-  type Figure,
-  type Figures,
-  log,
-  measureBaseline,
-  PYTHON,
-  REPO,
-  summarize,
-  timeSpawn,
-} from "./lib.ts";
+import { AWREPL_BIN, type Figure, type Figures, log, measureBaseline, PYTHON, REPO, summarize, timeSpawn } from "./lib.ts";
 import { floorFigures } from "./floors.ts";
 import { libraryFigures } from "./library.ts";
 import { memoryFigures } from "./memory.ts";
@@ -71,8 +61,7 @@ function externalSection(script: string): Section {
   const path = join(REPO, "scripts/bench", script);
   if (!existsSync(path)) return { figures: {}, skipped: `${script} does not exist yet` };
   log(`running ${script}`);
-  const run = (extra: string[]) =>
-    timeSpawn([BUN, path, ...extra, ...(smoke ? ["--smoke"] : [])], { cwd: REPO, timeoutMs: smoke ? 120_000 : 1_800_000, allowFailure: true });
+  const run = (extra: string[]) => timeSpawn([BUN, path, ...extra, ...(smoke ? ["--smoke"] : [])], { cwd: REPO, timeoutMs: smoke ? 120_000 : 1_800_000, allowFailure: true });
   const json = run(["--json"]);
   const last = json.stdout.trim().split("\n").pop() ?? "";
   if (json.exitCode === 0 && last.startsWith("{")) {

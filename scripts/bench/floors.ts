@@ -12,7 +12,7 @@ import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { BUILD_FLAGS } from "../build.ts";
-import { AWREPL_BIN, type BenchOptions, bigOutputCell, type Figures, figure, log, PYTHON, REPO, tempHome, timeSpawn, withTimeout } from "./lib.ts";
+import { AWREPL_BIN, type BenchOptions, bigOutputCell, figure, type Figures, log, PYTHON, REPO, tempHome, timeSpawn, withTimeout } from "./lib.ts";
 
 const WAIT_MS = 30_000;
 /** The environment without PYTHONUNBUFFERED, so a bare Python buffers its stdout as it normally would. */

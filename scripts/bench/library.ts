@@ -14,20 +14,7 @@ import type { Session } from "../../lib/protocol/api.ts";
 import { cellThroughput } from "./floors.ts";
 import { placementFigures } from "./placement.ts";
 import { roundTripFigures } from "./round_trip.ts";
-import { type BenchOptions, AWREPL_BIN,
-  bigOutputCell,
-  childUsage,
-  type Figures,
-  figure,
-  log,
-  peakRssMiB,
-  procStatusMiB,
-  processesWithHome,
-  PYTHON,
-  tempHome,
-  timeSpawn,
-  withTimeout, } from "./lib.ts";
-
+import { AWREPL_BIN, type BenchOptions, bigOutputCell, childUsage, figure, type Figures, log, peakRssMiB, processesWithHome, procStatusMiB, PYTHON, tempHome, timeSpawn, withTimeout } from "./lib.ts";
 
 const CALL_MS = 30_000;
 

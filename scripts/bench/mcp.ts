@@ -12,7 +12,7 @@
 // --json prints the figures as one JSON line at the end (scripts/bench/all.ts reads it).
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { emptyBunBinary } from "./floors.ts";
-import { AWREPL_BIN, type Figures, figure, log, PYTHON, summarize, sweepHome, tempHome, timeSpawn, withTimeout } from "./lib.ts";
+import { AWREPL_BIN, figure, type Figures, log, PYTHON, summarize, sweepHome, tempHome, timeSpawn, withTimeout } from "./lib.ts";
 
 const args = process.argv.slice(2);
 const smoke = args.includes("--smoke");

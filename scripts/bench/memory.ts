@@ -6,7 +6,7 @@ import { attach } from "../../lib/client/attach.ts";
 import { closeAllSessions, listSessions } from "../../lib/client/daemon.ts";
 import { cleanUpHome, supervisorPid } from "./library.ts";
 import type { BenchOptions } from "./lib.ts";
-import { AWREPL_BIN, type Figures, figure, log, procStatusMiB, PYTHON, tempHome, withTimeout } from "./lib.ts";
+import { AWREPL_BIN, figure, type Figures, log, procStatusMiB, PYTHON, tempHome, withTimeout } from "./lib.ts";
 
 const CALL_MS = 30_000;
 const EXTRA_SESSIONS = 8;

@@ -4,8 +4,7 @@
 //
 //   bun scripts/bench/persistence.ts [--smoke]      prints its figures as JSON and a short table
 import { ReplSession } from "../../lib/session/session.ts";
-import { type BenchOptions, type Figures, figure, log, PYTHON, summarize, tempHome } from "./lib.ts";
-
+import { type BenchOptions, figure, type Figures, log, PYTHON, summarize, tempHome } from "./lib.ts";
 
 /** Per-cell wall time of `count` back-to-back cells, in ms (the first `warm` are not counted). */
 async function perCell(session: ReplSession, cell: (i: number) => string, count: number, warm = 20): Promise<number[]> {

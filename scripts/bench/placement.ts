@@ -11,8 +11,8 @@ import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from "node:chil
 import { cpus } from "node:os";
 import { resolveInterpreter } from "../../lib/worker/interpreter.ts";
 import { runtimeLaunch } from "../../lib/worker/launch.ts";
-import { type Figures, figure, log, PYTHON, summarize } from "./lib.ts";
-import { ECHO, MINIMAL, measureRow, pipeRow } from "./round_trip.ts";
+import { figure, type Figures, log, PYTHON, summarize } from "./lib.ts";
+import { ECHO, measureRow, MINIMAL, pipeRow } from "./round_trip.ts";
 
 type Placement = "same" | "other" | "free";
 const TASKSET: Record<Placement, string[]> = { same: ["taskset", "-c", "0"], other: ["taskset", "-c", "1"], free: [] };

@@ -17,7 +17,7 @@ import { ReplSession } from "../../lib/session/session.ts";
 import { resolveInterpreter } from "../../lib/worker/interpreter.ts";
 import { runtimeLaunch } from "../../lib/worker/launch.ts";
 import { Worker } from "../../lib/worker/worker.ts";
-import { type Figures, figure, processCpuUs, PYTHON, summarize, withTimeout } from "./lib.ts";
+import { figure, type Figures, processCpuUs, PYTHON, summarize, withTimeout } from "./lib.ts";
 
 const CALL_MS = 30_000;
 const BEFORE_RUNTIME = process.env.AWREPL_BENCH_BEFORE_RUNTIME;

@@ -2,12 +2,12 @@
 // against `python -c pass` of the same interpreter measured interleaved in the same run.
 // Usage: npx bun scripts/bench/runtime.ts [--python P] [--smoke] [--json]
 // --json prints the raw figures as one JSON object on the last line (scripts/bench/all.ts reads it).
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type Figures, figure, percentile, summarize, timeSpawn } from "./lib.ts";
+import { figure, type Figures, percentile, summarize, timeSpawn } from "./lib.ts";
 
 const RUNTIME = fileURLToPath(new URL("../../runtime.py", import.meta.url));
 
@@ -184,8 +184,8 @@ async function main() {
     ["start to ready (cached .pyc), median", ms(median(readyPyc)), `${(median(readyPyc) / base).toFixed(2)}x  (target <= 1.3x)`],
     ["start to ready (source), median", ms(median(readySrc)), `${(median(readySrc) / base).toFixed(2)}x`],
     ["start to first result of 1+1 (.pyc), median", ms(median(first)), `${(median(first) / base).toFixed(2)}x`],
-    ["execute(\"1+1\") round trip p50", `${(median(rtt) * 1000).toFixed(0)} us`, "(target <= 100 us)"],
-    ["execute(\"1+1\") round trip p99", `${(p99(rtt) * 1000).toFixed(0)} us`, "(target <= 1 ms)"],
+    ['execute("1+1") round trip p50', `${(median(rtt) * 1000).toFixed(0)} us`, "(target <= 100 us)"],
+    ['execute("1+1") round trip p99', `${(p99(rtt) * 1000).toFixed(0)} us`, "(target <= 1 ms)"],
     [`print-heavy cell, ${printMB} MB in 100-byte lines`, `${mbps100.toFixed(0)} MB/s`, "(target >= 100 MB/s)"],
     [`print-heavy cell, ${printMB} MB in 1000-byte lines`, `${mbps1k.toFixed(0)} MB/s`, "(target >= 100 MB/s)"],
     ["interrupt `while True: pass`, median", ms(median(intSync)), "(target <= 10 ms)"],

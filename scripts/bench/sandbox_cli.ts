@@ -14,7 +14,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { BWRAP_FLOOR_FLAGS, bwrapAvailable } from "../../tests/harness/bwrap.ts";
-import { AWREPL_BIN, type Figures, figure, log, PYTHON, summarize, tempHome, timeSpawn } from "./lib.ts";
+import { AWREPL_BIN, figure, type Figures, log, PYTHON, summarize, tempHome, timeSpawn } from "./lib.ts";
 
 const args = process.argv.slice(2);
 const smoke = args.includes("--smoke");
@@ -97,7 +97,9 @@ if (import.meta.main) {
         `new session (spare ready), sandbox / local:  ${ratio(figures, "new_session_sandbox", "new_session_local")}   (target <= 1.2 x)`,
         `new session local / its warm call:           ${ratio(figures, "new_session_local", "warm_call_local")}`,
         `cold ephemeral run, sandbox / local:         ${ratio(figures, "cold_run_sandbox", "cold_run_local")}   (no spare: bwrap's own set-up is paid)`,
-        `cold sandbox - cold local vs bwrap /bin/true: ${(summarize(figures.sandbox_cli_cold_run_sandbox!.samples).p50 - summarize(figures.sandbox_cli_cold_run_local!.samples).p50).toFixed(1)} ms vs ${summarize(figures.sandbox_cli_floor_bwrap_true!.samples).p50.toFixed(1)} ms`,
+        `cold sandbox - cold local vs bwrap /bin/true: ${
+          (summarize(figures.sandbox_cli_cold_run_sandbox!.samples).p50 - summarize(figures.sandbox_cli_cold_run_local!.samples).p50).toFixed(1)
+        } ms vs ${summarize(figures.sandbox_cli_floor_bwrap_true!.samples).p50.toFixed(1)} ms`,
       ].join("\n"),
     );
   }

@@ -10,7 +10,7 @@
 // --json prints the figures as one JSON line at the end (scripts/bench/all.ts reads it).
 import { spawn } from "node:child_process";
 import { daemonStatus } from "../../lib/client/daemon.ts";
-import { AWREPL_BIN, type Figures, figure, log, PYTHON, summarize, sweepHome, tempHome, timeSpawn, waitUntilAsync } from "./lib.ts";
+import { AWREPL_BIN, figure, type Figures, log, PYTHON, summarize, sweepHome, tempHome, timeSpawn, waitUntilAsync } from "./lib.ts";
 
 const args = process.argv.slice(2);
 const smoke = args.includes("--smoke");
@@ -89,7 +89,7 @@ try {
     minusWarm.push(r.ms - w.ms);
     awrepl(["close", `new${i}`]);
   }
-  figures.new_session_shell_call = figure("ms", fresh, "awrepl -s NEW run \"1+1\", supervisor warm, its spare worker ready");
+  figures.new_session_shell_call = figure("ms", fresh, 'awrepl -s NEW run "1+1", supervisor warm, its spare worker ready');
   figures.new_session_warm_beside = figure("ms", warmBeside, "the warm call made just before each new-session call");
   figures.new_session_minus_warm = figure("ms", minusWarm, "each new-session call − the warm call beside it");
 

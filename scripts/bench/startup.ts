@@ -15,7 +15,7 @@ import { copyFileSync, readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { compileLikeAwrepl, emptyBunProgram } from "./floors.ts";
-import { AWREPL_BIN, type Figures, figure, log, PYTHON, REPO, summarize, sweepHome, tempHome, timeSpawn } from "./lib.ts";
+import { AWREPL_BIN, figure, type Figures, log, PYTHON, REPO, summarize, sweepHome, tempHome, timeSpawn } from "./lib.ts";
 
 export type Usage = { wall_ms: number; cpu_ms: number; minflt: number; status: number };
 

@@ -1,6 +1,6 @@
 // The tables all.ts prints: one row per target (docs/architecture.md, "Benchmarks") (awrepl, Jupyter, ratios, met or not), then
 // every raw figure with min/p50/p99/max so nothing measured is hidden.
-import { type Figure, type Figures, type Summary, summarize } from "./lib.ts";
+import { type Figure, type Figures, summarize, type Summary } from "./lib.ts";
 
 type Stat = "p50" | "p99";
 
@@ -44,7 +44,16 @@ export const SUMMARY_ROWS: Row[] = [
     baseline: "baseline_python_c_pass_cpu",
     target: "(CPU time ÷ python3 -c pass's)",
   },
-  { label: 'library execute("1+1") p50', unit: "us", stat: "p50", awrepl: ["library_round_trip"], jupyter: "execute_round_trip", floor: "rt_echo_us", target: "≤ 100 µs (and 1.5 × echo: floor table)", met: (v) => v <= 100 },
+  {
+    label: 'library execute("1+1") p50',
+    unit: "us",
+    stat: "p50",
+    awrepl: ["library_round_trip"],
+    jupyter: "execute_round_trip",
+    floor: "rt_echo_us",
+    target: "≤ 100 µs (and 1.5 × echo: floor table)",
+    met: (v) => v <= 100,
+  },
   { label: 'library execute("1+1") p99', unit: "us", stat: "p99", awrepl: ["library_round_trip"], jupyter: "execute_round_trip", floor: "rt_echo_us", target: "≤ 500 µs", met: (v) => v <= 500 },
   { label: 'attach() execute("1+1") p50', unit: "us", stat: "p50", awrepl: ["attach_round_trip"], target: "(no target)" },
   {
@@ -89,7 +98,14 @@ export const SUMMARY_ROWS: Row[] = [
     target: "≥ 200 MB/s",
     met: (v) => v >= 200,
   },
-  { label: "cell printing 100 MB, whole CLI call (--max-output 4096)", unit: "MB/s", stat: "p50", awrepl: ["cli_big_output_mb_per_s"], floor: "cli_big_output_floor_mb_per_s", target: "≥ 0.8 × floor: the floor table" },
+  {
+    label: "cell printing 100 MB, whole CLI call (--max-output 4096)",
+    unit: "MB/s",
+    stat: "p50",
+    awrepl: ["cli_big_output_mb_per_s"],
+    floor: "cli_big_output_floor_mb_per_s",
+    target: "≥ 0.8 × floor: the floor table",
+  },
   {
     label: "100 MB cell: peak RSS of the client",
     unit: "MiB",
@@ -123,7 +139,16 @@ export const SUMMARY_ROWS: Row[] = [
     target: "≤ 16 MiB (does not scale with output)",
     met: (v) => v <= 16,
   },
-  { label: "interrupt `while True: pass`", unit: "ms", stat: "p50", awrepl: ["library_interrupt_busy_loop"], jupyter: "interrupt_busy_loop", floor: "floor_sigint_busy_loop", target: "≤ 10 ms", met: (v) => v <= 10 },
+  {
+    label: "interrupt `while True: pass`",
+    unit: "ms",
+    stat: "p50",
+    awrepl: ["library_interrupt_busy_loop"],
+    jupyter: "interrupt_busy_loop",
+    floor: "floor_sigint_busy_loop",
+    target: "≤ 10 ms",
+    met: (v) => v <= 10,
+  },
   { label: "interrupt a time.sleep loop", unit: "ms", stat: "p50", awrepl: ["library_interrupt_sleep_loop"], jupyter: "interrupt_sleep_loop", target: "≤ 10 ms", met: (v) => v <= 10 },
   { label: "interrupt `await asyncio.sleep(1e9)`", unit: "ms", stat: "p50", awrepl: ["library_interrupt_asyncio_sleep"], jupyter: "interrupt_asyncio_sleep", target: "≤ 10 ms", met: (v) => v <= 10 },
   { label: "idle worker RSS", unit: "MiB", stat: "p50", awrepl: ["worker_idle_rss_mib"], jupyter: "kernel_idle_rss_mib", target: "≤ 15 MiB", met: (v) => v <= 15 },
@@ -164,10 +189,34 @@ export const SUMMARY_ROWS: Row[] = [
   { label: "100 MB snapshot streamed to the host", unit: "MB/s", stat: "p50", awrepl: ["snapshot_stream_mb_per_s"], floor: "snapshot_path_mb_per_s", target: "(floor: path mode)" },
   { label: "100 MB restore streamed from the host", unit: "MB/s", stat: "p50", awrepl: ["restore_stream_mb_per_s"], floor: "restore_path_mb_per_s", target: "(floor: path mode)" },
   { label: "snapshot streaming: host RSS growth", unit: "MiB", stat: "p50", awrepl: ["snapshot_stream_host_rss_growth_mib"], target: "bounded (not the payload's size)", met: (v) => v <= 64 },
-  { label: "ssh: far side gone after kill() in a C loop", unit: "ms", stat: "p50", awrepl: ["workers_kill_ssh_far_gone_ms"], floor: "workers_kill_local_gone_ms", target: "≤ 5 s (issue 11)", met: (v) => v <= 5000 },
+  {
+    label: "ssh: far side gone after kill() in a C loop",
+    unit: "ms",
+    stat: "p50",
+    awrepl: ["workers_kill_ssh_far_gone_ms"],
+    floor: "workers_kill_local_gone_ms",
+    target: "≤ 5 s (issue 11)",
+    met: (v) => v <= 5000,
+  },
   { label: "ssh: far side gone after close()", unit: "ms", stat: "p50", awrepl: ["workers_close_ssh_far_gone_ms"], floor: "workers_kill_local_gone_ms", target: "≤ 5 s", met: (v) => v <= 5000 },
-  { label: "ssh partition: far side ends itself", unit: "ms", stat: "p50", awrepl: ["workers_partition_far_gone_ms"], floor: "workers_heartbeat_timeout_ms", target: "within a few s of the heartbeat timeout", met: (v) => v <= 10_000 },
-  { label: "ssh partition: host declares the worker lost", unit: "ms", stat: "p50", awrepl: ["workers_partition_host_declares_lost_ms"], floor: "workers_heartbeat_timeout_ms", target: "within a few s of the heartbeat timeout", met: (v) => v <= 10_000 },
+  {
+    label: "ssh partition: far side ends itself",
+    unit: "ms",
+    stat: "p50",
+    awrepl: ["workers_partition_far_gone_ms"],
+    floor: "workers_heartbeat_timeout_ms",
+    target: "within a few s of the heartbeat timeout",
+    met: (v) => v <= 10_000,
+  },
+  {
+    label: "ssh partition: host declares the worker lost",
+    unit: "ms",
+    stat: "p50",
+    awrepl: ["workers_partition_host_declares_lost_ms"],
+    floor: "workers_heartbeat_timeout_ms",
+    target: "within a few s of the heartbeat timeout",
+    met: (v) => v <= 10_000,
+  },
   { label: "64 parallel clients over 8 sessions", unit: "calls/s", stat: "p50", awrepl: ["parallel_clients_calls_per_s", "parallel_64_calls_per_s"], target: "(no target)" },
 ];
 
@@ -432,7 +481,7 @@ export function renderPlacementTable(figures: Figures): string | null {
       ...["same", "other", "free"].map((p) => `${fmt(median(figures[`placement_${key}_${p}_us`]))} (${fmt(median(figures[`placement_${key}_${p}_py_cpu_us`]))})`),
     ]);
   if (body.length === 0) return null;
-  return markdown(["execute(\"1+1\") p50 µs (Python CPU µs/call), fresh processes", "server on Bun's vCPU", "on the other vCPU", "placed by the kernel"], body);
+  return markdown(['execute("1+1") p50 µs (Python CPU µs/call), fresh processes', "server on Bun's vCPU", "on the other vCPU", "placed by the kernel"], body);
 }
 
 /** Where the library's round trip goes: each layer's p50, p99 and CPU per call on both sides (round_trip.ts). */
@@ -453,5 +502,5 @@ export function renderRoundTripTable(figures: Figures): string {
     if (key !== "runtime_before") previous = p50; // its step is against the runtime row above it
     return [label, fmt(p50), step, fmt(median(lat, "p99")), fmt(median(figures[`rt_${key}_bun_cpu_us`])), fmt(median(figures[`rt_${key}_py_cpu_us`]))];
   });
-  return markdown(["execute(\"1+1\") round trip, layer by layer", "p50 µs", "p50 step µs", "p99 µs", "Bun CPU µs/call", "Python CPU µs/call"], body);
+  return markdown(['execute("1+1") round trip, layer by layer', "p50 µs", "p50 step µs", "p99 µs", "Bun CPU µs/call", "Python CPU µs/call"], body);
 }

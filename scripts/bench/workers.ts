@@ -21,8 +21,7 @@ import { type HeartbeatOptions, Worker } from "../../lib/worker/worker.ts";
 import { bwrapAvailable } from "../../tests/harness/bwrap.ts";
 import { goneWithin } from "../../tests/harness/procs.ts";
 import { sshdAvailable, startSshd, type TestSshd } from "../../tests/harness/sshd.ts";
-import { type BenchOptions, type Figures, figure, log, PYTHON, procStatusMiB, summarize, tempHome, timeSpawn } from "./lib.ts";
-
+import { type BenchOptions, figure, type Figures, log, procStatusMiB, PYTHON, summarize, tempHome, timeSpawn } from "./lib.ts";
 
 const C_LOOP_WITH_CHILD = "import os, subprocess\n_child = subprocess.Popen(['sleep', '600'])\nprint(os.getpid(), _child.pid)";
 
@@ -247,4 +246,3 @@ if (import.meta.main) {
     }
   }
 }
-

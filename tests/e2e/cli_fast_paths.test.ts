@@ -35,29 +35,29 @@ describe("fast paths print what commander prints", () => {
           expect({ form, code: fast.code, stdout: fast.stdout }).toEqual({ form, code: 0, stdout: expected.stdout });
         }
       }
-    }),
-  240_000);
+    }), 240_000);
 
   test("--version and -V", () =>
     withHome(async (home) => {
       const expected = await run(["-s", "x", "--version"], { home });
       expect(expected.code).toBe(0);
       for (const form of [["--version"], ["-V"]]) expect(await run(form, { home })).toMatchObject({ code: 0, stdout: expected.stdout, stderr: "" });
-    }),
-  30_000);
+    }), 30_000);
 
   test("vars and sessions, and their errors", () =>
     withHome(async (home) => {
       expect((await run(["-s", "a", "run", "x = 41\nname = 'awrepl'"], { home })).code).toBe(0);
       // The session's age, idle time and memory tick between two calls: compared without them.
       const steady = (stdout: string) => stdout.replace(/"(age_ms|idle_ms|rss_bytes)":\d+/g, '"$1":0');
-      for (const [fast, viaCommander] of [
-        [["-s", "a", "vars"], ["--python", PYTHON, "-s", "a", "vars"]],
-        [["vars", "--session=a", "--json"], ["--python", PYTHON, "vars", "--session=a", "--json"]],
-        [["sessions", "--json"], ["--python", PYTHON, "sessions", "--json"]],
-        [["vars"], ["--python", PYTHON, "vars"]], // no session: a usage error
-        [["-s", "nosuch", "vars"], ["--python", PYTHON, "-s", "nosuch", "vars"]], // session_not_found
-      ]) {
+      for (
+        const [fast, viaCommander] of [
+          [["-s", "a", "vars"], ["--python", PYTHON, "-s", "a", "vars"]],
+          [["vars", "--session=a", "--json"], ["--python", PYTHON, "vars", "--session=a", "--json"]],
+          [["sessions", "--json"], ["--python", PYTHON, "sessions", "--json"]],
+          [["vars"], ["--python", PYTHON, "vars"]], // no session: a usage error
+          [["-s", "nosuch", "vars"], ["--python", PYTHON, "-s", "nosuch", "vars"]], // session_not_found
+        ]
+      ) {
         const a = await run(fast as string[], { home });
         const b = await run(viaCommander as string[], { home });
         expect({ argv: fast, code: a.code, stdout: steady(a.stdout), stderr: a.stderr }).toEqual({ argv: fast, code: b.code, stdout: steady(b.stdout), stderr: b.stderr });
@@ -69,6 +69,5 @@ describe("fast paths print what commander prints", () => {
       expect(table.code).toBe(0);
       expect(table.stdout).toMatch(/^NAME +PID +STATE .*\na +\d+ +idle /);
       await run(["daemon", "stop"], { home });
-    }),
-  120_000);
+    }), 120_000);
 });

@@ -11,16 +11,14 @@ describe("awrepl run: output", () => {
       expect(r.stdout).toBe("hello\nworld!"); // exactly: no newline is added to the cell's own output
       expect(r.stderr).toBe("");
       expect(r.code).toBe(0);
-    }),
-  30_000);
+    }), 30_000);
 
   test("prints the trailing expression's repr like a REPL", () =>
     withHome(async (home) => {
       const r = await run(["run", "x = [1, 2]\nx + [3]"], { home });
       expect(r.stdout).toBe("[1, 2, 3]\n");
       expect(r.code).toBe(0);
-    }),
-  30_000);
+    }), 30_000);
 
   test("a cell's stderr goes to stderr, fd-level output included", () =>
     withHome(async (home) => {
@@ -28,8 +26,7 @@ describe("awrepl run: output", () => {
       expect(r.stdout).toBe("out\n");
       expect(r.stderr).toBe("err\nraw\n");
       expect(r.code).toBe(0);
-    }),
-  30_000);
+    }), 30_000);
 
   test("a ZeroDivisionError exits 1 with the failing cell line and the error", () =>
     withHome(async (home) => {
@@ -41,8 +38,7 @@ describe("awrepl run: output", () => {
       expect(r.stderr).toContain("return 1 / 0");
       expect(r.stderr).toContain("--traceback");
       expect(r.stderr).not.toContain("Traceback (most recent call last)");
-    }),
-  30_000);
+    }), 30_000);
 
   test("--traceback shows every frame of the cell", () =>
     withHome(async (home) => {
@@ -52,8 +48,7 @@ describe("awrepl run: output", () => {
       expect(r.stderr).toContain("f()");
       expect(r.stderr).toContain("return 1 / 0");
       expect(r.stderr.trimEnd().split("\n").at(-1)).toBe("ZeroDivisionError: division by zero");
-    }),
-  30_000);
+    }), 30_000);
 
   test("a SyntaxError exits 1 and shows the offending line", () =>
     withHome(async (home) => {
@@ -61,8 +56,7 @@ describe("awrepl run: output", () => {
       expect(r.code).toBe(1);
       expect(r.stderr).toContain("def broken(:");
       expect(r.stderr.trimEnd().split("\n").at(-1)).toStartWith("SyntaxError:");
-    }),
-  30_000);
+    }), 30_000);
 
   test("--max-output 50 truncates to head, marker and tail with the exact count", () =>
     withHome(async (home) => {
@@ -75,8 +69,7 @@ describe("awrepl run: output", () => {
       const result = JSON.parse(json.stdout);
       expect(result.truncated).toBe(true);
       expect(result.truncated_bytes).toBe(502 - 50);
-    }),
-  30_000);
+    }), 30_000);
 });
 
 describe("awrepl run: display data", () => {
@@ -96,8 +89,7 @@ describe("awrepl run: display data", () => {
       expect(json.display).toHaveLength(1);
       expect(json.display[0]["text/plain"]).toBe("<Figure 1>");
       expect(readFileSync(json.display[0]["image/png"], "utf8")).toBe("PNGDATA");
-    }),
-  30_000);
+    }), 30_000);
 });
 
 describe("awrepl run: where the cell comes from", () => {
@@ -106,16 +98,14 @@ describe("awrepl run: where the cell comes from", () => {
       const r = await run(["run", "-"], { home, input: "import json\nprint(json.dumps({'a': [1, 2]}))\n" });
       expect(r.stdout).toBe('{"a": [1, 2]}\n');
       expect(r.code).toBe(0);
-    }),
-  30_000);
+    }), 30_000);
 
   test("no CODE and a non-terminal stdin reads stdin", () =>
     withHome(async (home) => {
-      const r = await run(["run"], { home, input: "quote = \"it's\"\nprint(quote)\n" });
+      const r = await run(["run"], { home, input: 'quote = "it\'s"\nprint(quote)\n' });
       expect(r.stdout).toBe("it's\n");
       expect(r.code).toBe(0);
-    }),
-  30_000);
+    }), 30_000);
 
   test("-f FILE reads a file", () =>
     withHome(async (home) => {
@@ -124,8 +114,7 @@ describe("awrepl run: where the cell comes from", () => {
       const r = await run(["run", "-f", file], { home });
       expect(r.stdout).toBe("10\n");
       expect(r.code).toBe(0);
-    }),
-  30_000);
+    }), 30_000);
 
   test("-f FILE: __file__ is the file's absolute path and the traceback names it", () =>
     withHome(async (home) => {
@@ -141,15 +130,13 @@ describe("awrepl run: where the cell comes from", () => {
       // Only for that cell: the session's next cell has no __file__.
       const after = await run(["-s", "named", "run", "'__file__' in globals()"], { home });
       expect(after.stdout).toBe("False\n");
-    }),
-  30_000);
+    }), 30_000);
 
   test("-- lets the code start with a dash", () =>
     withHome(async (home) => {
       const r = await run(["run", "--", "-1 + 3"], { home });
       expect(r.stdout).toBe("2\n");
-    }),
-  30_000);
+    }), 30_000);
 });
 
 describe("awrepl run --json", () => {
@@ -166,8 +153,7 @@ describe("awrepl run --json", () => {
       }
       expect(result).toMatchObject({ stdout: "out\n", stderr: "err\n", value: "42", exception: null, traceback: "", truncated: false, truncated_bytes: 0, status: "ok", session: null, display: [] });
       expect(typeof result.duration_ms).toBe("number");
-    }),
-  30_000);
+    }), 30_000);
 
   test("an exception is status error, exit 1, with exception and traceback", () =>
     withHome(async (home) => {
@@ -178,8 +164,7 @@ describe("awrepl run --json", () => {
       expect(result.exception).toBe("ZeroDivisionError: division by zero");
       expect(result.traceback).toContain("ZeroDivisionError");
       expect(result.value).toBeNull();
-    }),
-  30_000);
+    }), 30_000);
 });
 
 describe("awrepl run: large output", () => {
@@ -191,8 +176,7 @@ describe("awrepl run: large output", () => {
       expect(text.stdout.length).toBe(3_000_000);
       const json = await run(["run", "--json", "--max-output", "10000000", cell], { home });
       expect(JSON.parse(json.stdout).stdout.length).toBe(3_000_000);
-    }),
-  30_000);
+    }), 30_000);
 });
 
 describe("awrepl run: a huge value or exception is cut like output", () => {
@@ -215,8 +199,7 @@ describe("awrepl run: a huge value or exception is cut like output", () => {
       expect(error.code).toBe(1);
       expect(error.stdout.length).toBeLessThan(4000);
       expect(JSON.parse(error.stdout).truncated).toBe(true);
-    }),
-  120_000);
+    }), 120_000);
 });
 
 describe("awrepl run: the reader goes away", () => {
@@ -228,8 +211,7 @@ describe("awrepl run: the reader goes away", () => {
       const r = await p.result;
       expect(r.code).toBe(0);
       expect(r.stderr).not.toContain("EPIPE");
-    }),
-  30_000);
+    }), 30_000);
 });
 
 describe("awrepl run: stdout that cannot be written", () => {
@@ -241,8 +223,7 @@ describe("awrepl run: stdout that cannot be written", () => {
       const code = await Promise.race([p.exited, Bun.sleep(20_000).then(() => "hung")]);
       expect(code).toBe(125);
       expect(await new Response(p.stderr).text()).toBe("awrepl: cannot write to stdout: ENOSPC: no space left on device, write\n");
-    }),
-  30_000);
+    }), 30_000);
 });
 
 describe("awrepl run --python", () => {
@@ -257,8 +238,7 @@ describe("awrepl run --python", () => {
       const fromEnv = await run(["run", "import sys; sys.flags.no_site"], { home });
       expect(fromEnv.code).toBe(0);
       expect(fromEnv.stdout).toBe("0\n"); // AWREPL_PYTHON (the test interpreter) when no flag
-    }),
-  30_000);
+    }), 30_000);
 
   test("a Python that does not exist: exit 125 and one line naming it", () =>
     withHome(async (home) => {
@@ -267,8 +247,7 @@ describe("awrepl run --python", () => {
       expect(r.stdout).toBe("");
       expect(r.stderr.trimEnd().split("\n")).toHaveLength(1);
       expect(r.stderr).toContain("/nonexistent/python3");
-    }),
-  30_000);
+    }), 30_000);
 
   test("a program that is not Python: one line naming the user's command, not the bootstrap (ephemeral and named)", () =>
     withHome(async (home) => {
@@ -283,24 +262,21 @@ describe("awrepl run --python", () => {
       const named = await run(["--python", "/bin/false", "-s", "nopy", "run", "1"], { home });
       expect(named.code).toBe(125);
       expect(named.stderr).toBe(`${notReady("/bin/false", "exited with code 1")}\n`);
-    }),
-  60_000);
+    }), 60_000);
 
   test("a command that never gets ready fails after the start timeout with the same wording", () =>
     withHome(async (home) => {
       const r = await run(["--python", "sh -c 'exec sleep 100'", "run", "1"], { home, timeoutMs: 60_000 });
       expect(r.code).toBe(125);
       expect(r.stderr).toBe(`awrepl: Python command "sh -c 'exec sleep 100'" did not get ready within 15000 ms (is it a Python interpreter?)\n`);
-    }),
-  90_000);
+    }), 90_000);
 
-  test("--python \"\" is a usage error", () =>
+  test('--python "" is a usage error', () =>
     withHome(async (home) => {
       for (const args of [["--python", "", "run", "1"], ["run", "--python", " ", "1"]]) {
         const r = await run(args, { home });
         expect(r.code).toBe(2);
         expect(r.stderr).toContain("--python needs an interpreter command");
       }
-    }),
-  30_000);
+    }), 30_000);
 });

@@ -19,16 +19,14 @@ describe("awrepl --session NAME run", () => {
       expect(other.stderr.trimEnd().split("\n").at(-1)).toBe("NameError: name 'x' is not defined");
       const ephemeral = await run(["run", "'x' in globals()"], { home });
       expect(ephemeral.stdout).toBe("False\n");
-    }),
-  30_000);
+    }), 30_000);
 
   test("--json reports the session's name", () =>
     withHome(async (home) => {
       const r = await run(["-s", "named", "run", "--json", "1 + 1"], { home });
       expect(r.code).toBe(0);
       expect(JSON.parse(r.stdout)).toMatchObject({ status: "ok", value: "2", session: "named" });
-    }),
-  30_000);
+    }), 30_000);
 
   test("output streams live while the cell runs", () =>
     withHome(async (home) => {
@@ -39,8 +37,7 @@ describe("awrepl --session NAME run", () => {
       const r = await p.result;
       expect(r.code).toBe(130);
       expect(r.stdout).toBe("first\n");
-    }),
-  30_000);
+    }), 30_000);
 
   test("Ctrl-C interrupts the cell, exits 130, and the session keeps its state", () =>
     withHome(async (home) => {
@@ -54,8 +51,7 @@ describe("awrepl --session NAME run", () => {
       expect(r.stderr).toContain("KeyboardInterrupt");
       const after = await run(["-s", "keep", "run", "kept"], { home });
       expect(after.stdout).toBe("'yes'\n");
-    }),
-  30_000);
+    }), 30_000);
 
   test("a timeout in a named session exits 124 and the session answers the next call", () =>
     withHome(async (home) => {
@@ -64,8 +60,7 @@ describe("awrepl --session NAME run", () => {
       const next = await run(["-s", "slow", "run", "2 + 2"], { home });
       expect(next.code).toBe(0);
       expect(next.stdout).toBe("4\n");
-    }),
-  30_000);
+    }), 30_000);
 
   test("live output under --max-output shows exactly the text the result keeps", () =>
     withHome(async (home) => {
@@ -80,7 +75,5 @@ describe("awrepl --session NAME run", () => {
       expect(text.stdout).toContain("bytes truncated]");
       expect(text.stdout).toStartWith("line 0\n");
       expect(text.stdout).toEndWith("line 199\n");
-    }),
-  30_000);
+    }), 30_000);
 });
-

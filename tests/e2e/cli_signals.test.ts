@@ -11,16 +11,14 @@ describe("awrepl run: stopping a cell", () => {
       expect(r.ms).toBeLessThan(15_000);
       expect(r.stderr.toLowerCase()).toContain("timeout");
       expect(await waitForNoProcesses(home)).toEqual([]);
-    }),
-  30_000);
+    }), 30_000);
 
   test("--timeout in --json mode: status timeout", () =>
     withHome(async (home) => {
       const r = await run(["run", "--json", "--timeout", "300", "import time\nwhile True: time.sleep(0.01)"], { home, timeoutMs: 20_000 });
       expect(r.code).toBe(124);
       expect(JSON.parse(r.stdout).status).toBe("timeout");
-    }),
-  30_000);
+    }), 30_000);
 
   test("Ctrl-C (SIGINT to awrepl) interrupts `while True: pass`: exit 130, no process left", () =>
     withHome(async (home) => {
@@ -33,12 +31,14 @@ describe("awrepl run: stopping a cell", () => {
       expect(r.code).toBe(130);
       expect(r.stderr).toContain("KeyboardInterrupt");
       expect(await waitForNoProcesses(home)).toEqual([]);
-    }),
-  30_000);
+    }), 30_000);
 
   test("Ctrl-C on a C loop that ignores it: the ephemeral worker is ended after the grace period", () =>
     withHome(async (home) => {
-      const p = await start(["run", "import time\nprint('busy', flush=True)\ntime.sleep(0.3)  # lets the runtime ship the line before C code holds the GIL\nsum(range(10**12))"], { home, timeoutMs: 25_000 });
+      const p = await start(["run", "import time\nprint('busy', flush=True)\ntime.sleep(0.3)  # lets the runtime ship the line before C code holds the GIL\nsum(range(10**12))"], {
+        home,
+        timeoutMs: 25_000,
+      });
       await p.waitForStdout("busy\n", 15_000);
       await Bun.sleep(800); // past the sleep: the cell is now inside sum()
       const sent = performance.now();
@@ -50,8 +50,7 @@ describe("awrepl run: stopping a cell", () => {
       // Grace 2 s + close ≤ 1 s, with room for a loaded machine; the cell's own timeout is 30 s.
       expect(performance.now() - sent).toBeLessThan(15_000);
       expect(await waitForNoProcesses(home)).toEqual([]);
-    }),
-  30_000);
+    }), 30_000);
 
   test("--json: a cell ended after ignoring Ctrl-C is still one JSON object, status interrupted", () =>
     withHome(async (home) => {
@@ -63,12 +62,14 @@ describe("awrepl run: stopping a cell", () => {
       expect(r.stdout.trimEnd().split("\n")).toHaveLength(1);
       expect(JSON.parse(r.stdout)).toMatchObject({ status: "interrupted", session: null });
       expect(await waitForNoProcesses(home)).toEqual([]);
-    }),
-  30_000);
+    }), 30_000);
 
   test("a second Ctrl-C stops waiting at once and leaves no process", () =>
     withHome(async (home) => {
-      const p = await start(["run", "import time\nprint('busy', flush=True)\ntime.sleep(0.3)  # lets the runtime ship the line before C code holds the GIL\nsum(range(10**12))"], { home, timeoutMs: 25_000 });
+      const p = await start(["run", "import time\nprint('busy', flush=True)\ntime.sleep(0.3)  # lets the runtime ship the line before C code holds the GIL\nsum(range(10**12))"], {
+        home,
+        timeoutMs: 25_000,
+      });
       await p.waitForStdout("busy\n", 15_000);
       await Bun.sleep(800);
       p.child.kill("SIGINT");
@@ -77,7 +78,5 @@ describe("awrepl run: stopping a cell", () => {
       const r = await p.result;
       expect(r.code).toBe(130);
       expect(await waitForNoProcesses(home)).toEqual([]);
-    }),
-  30_000);
+    }), 30_000);
 });
-

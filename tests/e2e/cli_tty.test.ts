@@ -29,14 +29,12 @@ describe.skipIf(!existsSync(SCRIPT))("awrepl on a terminal", () => {
       expect(plain.code).toBe(1);
       expect(plain.stdout).toContain("ZeroDivisionError: division by zero");
       expect(plain.stdout).not.toContain("\x1b[");
-    }),
-  30_000);
+    }), 30_000);
 
   test("no CODE on a terminal is a usage error, not a wait for input", () =>
     withHome(async (home) => {
       const r = await onTerminal(home, ["run"]);
       expect(r.code).toBe(2);
       expect(r.stdout).toContain("No code given");
-    }),
-  30_000);
+    }), 30_000);
 });

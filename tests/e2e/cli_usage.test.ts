@@ -25,22 +25,19 @@ describe("usage errors", () => {
       chmodSync(open, 0o775);
       expectUsageError(await run(["-s", "x", "run", "1"], { home: open }), `chmod go-w ${open}`);
       expect(statSync(open).mode & 0o777).toBe(0o775);
-    }),
-  30_000);
+    }), 30_000);
 
   test("a bad session name, before or after the subcommand", () =>
     withHome(async (home) => {
       expectUsageError(await run(["--session", "no spaces", "run", "1"], { home }), '"no spaces"');
       expectUsageError(await run(["run", "-s", "-bad", "1"], { home }), "-bad");
       expectUsageError(await run(["run", "-s", "x".repeat(65), "1"], { home }), "x".repeat(65));
-    }),
-  30_000);
+    }), 30_000);
 
   test("a bad AWREPL_SESSION", () =>
     withHome(async (home) => {
       expectUsageError(await run(["run", "1"], { home, env: { AWREPL_SESSION: "a/b" } }), "AWREPL_SESSION");
-    }),
-  30_000);
+    }), 30_000);
 
   test("an unknown flag, with a suggestion on the same line", () =>
     withHome(async (home) => {
@@ -48,14 +45,12 @@ describe("usage errors", () => {
       expectUsageError(r, "--jsn");
       expect(r.stderr).toContain("--json");
       expectUsageError(await run(["--bogus"], { home }), "--bogus");
-    }),
-  30_000);
+    }), 30_000);
 
   test("daemon without a subcommand", () =>
     withHome(async (home) => {
       expectUsageError(await run(["daemon"], { home }), "daemon needs a subcommand");
-    }),
-  30_000);
+    }), 30_000);
 
   test("a timeout a timer cannot hold is refused instead of firing at once", () =>
     withHome(async (home) => {
@@ -64,14 +59,12 @@ describe("usage errors", () => {
       const ok = await run(["run", "--timeout", "2147483647", "'fine'"], { home });
       expect(ok.code).toBe(0);
       expect(ok.stdout).toBe("'fine'\n");
-    }),
-  30_000);
+    }), 30_000);
 
   test("a missing -f file", () =>
     withHome(async (home) => {
       expectUsageError(await run(["run", "-f", join(home, "missing.py")], { home }), "missing.py");
-    }),
-  30_000);
+    }), 30_000);
 
   test("a bad --timeout value, a missing option value, too many arguments, an unknown command", () =>
     withHome(async (home) => {
@@ -80,14 +73,12 @@ describe("usage errors", () => {
       expectUsageError(await run(["run", "print", "(1)"], { home }), "too many arguments");
       expectUsageError(await run(["frobnicate"], { home }), "frobnicate");
       expectUsageError(await run([], { home }), "--help");
-    }),
-  30_000);
+    }), 30_000);
 
   test("CODE and -f together", () =>
     withHome(async (home) => {
       expectUsageError(await run(["run", "1", "-f", "x.py"], { home }), "not both");
-    }),
-  30_000);
+    }), 30_000);
 });
 
 describe("--json failures that are not a cell's result: one error object on stdout", () => {
@@ -115,8 +106,7 @@ describe("--json failures that are not a cell's result: one error object on stdo
       const cell = await run(["run", "--", "--json"], { home });
       expect(cell.code).toBe(1);
       expect(cell.stdout).toBe("");
-    }),
-  60_000);
+    }), 60_000);
 });
 
 describe("--version and --help", () => {
@@ -126,8 +116,7 @@ describe("--version and --help", () => {
       const r = await run(["--version"], { home });
       expect(r.code).toBe(0);
       expect(r.stdout).toBe(`${version}\n`);
-    }),
-  30_000);
+    }), 30_000);
 
   test("--help shows the commands and copyable examples, heredoc included", () =>
     withHome(async (home) => {
@@ -139,6 +128,5 @@ describe("--version and --help", () => {
       const sub = await run(["run", "--help"], { home });
       expect(sub.code).toBe(0);
       expect(sub.stdout).toContain("--max-output");
-    }),
-  30_000);
+    }), 30_000);
 });

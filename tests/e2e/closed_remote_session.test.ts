@@ -89,7 +89,6 @@ describe("a closed RemoteSession", () => {
         // The session lives on in the supervisor, and nothing of the closed one's calls ran in it.
         const back = await run(["-s", "closed", "run", "x, 'ran' in globals()"], { home });
         expect(back.stdout).toBe("(1, False)\n");
-      }),
-    60_000);
+      }), 60_000);
   }
 });

@@ -12,8 +12,7 @@ import { PYTHON, pythonHas, run, withHome } from "../harness/mod.ts";
 
 function needs(module: string) {
   const has = pythonHas(module);
-  return (name: string, fn: () => Promise<void>, timeoutMs = 60_000) =>
-    test.skipIf(!has)(has ? name : `${name} [skipped: ${PYTHON} cannot import ${module}]`, fn, timeoutMs);
+  return (name: string, fn: () => Promise<void>, timeoutMs = 60_000) => test.skipIf(!has)(has ? name : `${name} [skipped: ${PYTHON} cannot import ${module}]`, fn, timeoutMs);
 }
 const withMatplotlib = needs("matplotlib");
 const withPandas = needs("pandas");
@@ -192,7 +191,8 @@ describe("libraries", () => {
   withIPython("IPython.display: markdown is printed as text; an Image's file path is printed", () =>
     withHome(async (home) => {
       const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
-      const cell = `import base64\nopen('dot.png', 'wb').write(base64.b64decode('${png}'))\nfrom IPython.display import display, Markdown, Image\ndisplay(Markdown('# Results'))\ndisplay(Image(filename='dot.png'))`;
+      const cell =
+        `import base64\nopen('dot.png', 'wb').write(base64.b64decode('${png}'))\nfrom IPython.display import display, Markdown, Image\ndisplay(Markdown('# Results'))\ndisplay(Image(filename='dot.png'))`;
       const r = await run(["run", cell], { home, timeoutMs: 60_000 });
       expect(r.code).toBe(0);
       const lines = r.stdout.trimEnd().split("\n");

@@ -22,16 +22,14 @@ describe("text-mode output holds every chunk once, in order (item 1)", () => {
           expect(r.code).toBe(0);
           expect(r[stream]).toBe("\x1b[1mA\x1b[0m\nB\n");
         }
-      }),
-    30_000);
+      }), 30_000);
   }
 
   test("a NUL and other control characters", () =>
     withHome(async (home) => {
       const r = await run(["-s", "ctl", "run", "import time\nprint('a\\x00b\\x07', flush=True); time.sleep(0.05); print('c')"], { home });
       expect(r.stdout).toBe("a\x00b\x07\nc\n");
-    }),
-  30_000);
+    }), 30_000);
 });
 
 test("output a background thread wrote between cells opens the next cell's output once (item 2)", () =>
@@ -39,7 +37,14 @@ test("output a background thread wrote between cells opens the next cell's outpu
     const go = join(home, "go");
     const done = join(home, "done");
     const first = await run(
-      ["-s", "bg", "run", `import os, threading, time\ndef later():\n    while not os.path.exists(${JSON.stringify(go)}): time.sleep(0.01)\n    print('BG', flush=True)\n    open(${JSON.stringify(done)}, 'w').close()\nthreading.Thread(target=later, daemon=True).start()`],
+      [
+        "-s",
+        "bg",
+        "run",
+        `import os, threading, time\ndef later():\n    while not os.path.exists(${JSON.stringify(go)}): time.sleep(0.01)\n    print('BG', flush=True)\n    open(${
+          JSON.stringify(done)
+        }, 'w').close()\nthreading.Thread(target=later, daemon=True).start()`,
+      ],
       { home },
     );
     expect(first.code).toBe(0);
@@ -47,8 +52,7 @@ test("output a background thread wrote between cells opens the next cell's outpu
     await waitFor(() => existsSync(done), 10_000, "the thread to print");
     const next = await run(["-s", "bg", "run", "print('cell')"], { home });
     expect(next.stdout).toBe("BG\ncell\n");
-  }),
-30_000);
+  }), 30_000);
 
 describe("a worker death is reported once (item 4)", () => {
   test("--json: the loss in notice and restored only; the exception names the death; stderr is the cell's", () =>
@@ -64,8 +68,7 @@ describe("a worker death is reported once (item 4)", () => {
       expect(result.notice).toContain("went back to its snapshot of");
       expect(result.restored?.restored).toEqual(["n"]);
       expect(JSON.stringify(result).split("snapshot of").length - 1).toBe(1);
-    }),
-  30_000);
+    }), 30_000);
 
   test("text: the restore is said once, the death once, the exception last", () =>
     withHome(async (home) => {
@@ -78,8 +81,7 @@ describe("a worker death is reported once (item 4)", () => {
       expect(lines.filter((l) => l.includes("exited with code 3")).length).toBe(1);
       expect(lines.at(-1)).toBe("WorkerDied: The Python worker exited with code 3");
       expect((await run(["-s", "d", "run", "n"], { home })).stdout).toBe("10\n");
-    }),
-  30_000);
+    }), 30_000);
 
   test("without a snapshot: the state's loss is said once", () =>
     withHome(async (home) => {
@@ -90,8 +92,7 @@ describe("a worker death is reported once (item 4)", () => {
       expect(json.stderr).toBe("");
       expect(json.exception).toBe("WorkerDied: The Python worker exited with code 4");
       expect(json.notice).toContain("state was lost");
-    }),
-  30_000);
+    }), 30_000);
 });
 
 /**
@@ -132,8 +133,7 @@ describe("a call queued behind a busy session (items 12, 16)", () => {
       expect(result.exception).toContain("never ran");
       expect(result.exception).toContain("500 ms");
       expect(await ran(home)).toBe(false);
-    }),
-  60_000);
+    }), 60_000);
 
   test("text mode says it too", () =>
     withHome(async (home) => {
@@ -141,8 +141,7 @@ describe("a call queued behind a busy session (items 12, 16)", () => {
       expect(queued.code).toBe(124);
       expect(queued.stdout).toBe("");
       expect(queued.stderr).toContain("never ran");
-    }),
-  60_000);
+    }), 60_000);
 
   test("Ctrl-C on a queued call exits 130 and the cell never runs", () =>
     withHome(async (home) => {
@@ -152,8 +151,7 @@ describe("a call queued behind a busy session (items 12, 16)", () => {
       expect(result.status).toBe("interrupted");
       expect(result.exception).toContain("never ran");
       expect(await ran(home)).toBe(false);
-    }),
-  60_000);
+    }), 60_000);
 
   test("a queued call whose session is closed under it is not a usage error", () =>
     withHome(async (home) => {
@@ -164,8 +162,7 @@ describe("a call queued behind a busy session (items 12, 16)", () => {
       const error = (JSON.parse(r.stdout) as { error: { code: string; message: string } }).error;
       expect(error.code).toBe("session_closed");
       expect(error.message).toContain("closed before this call ran");
-    }),
-  60_000);
+    }), 60_000);
 });
 
 /** Calls queued in session `busy`, from `sessions --json`, synchronously (for waitFor). */
@@ -185,8 +182,7 @@ describe("0 means no limit, for --max-output too (item 14)", () => {
         const json = JSON.parse((await run([...args, "--json", "--max-output", "0", "print('hi')"], { home })).stdout) as ExecResult;
         expect(json).toMatchObject({ stdout: "hi\n", truncated: false, truncated_bytes: 0 });
       }
-    }),
-  30_000);
+    }), 30_000);
 });
 
 test("a cell over the supervisor's line limit gets its clear error, exit 2 (item 15)", () =>
@@ -203,8 +199,7 @@ test("a cell over the supervisor's line limit gets its clear error, exit 2 (item
     } finally {
       rmSync(file, { force: true });
     }
-  }),
-60_000);
+  }), 60_000);
 
 test("--python for a live session is not ignored silently (item 17)", () =>
   withHome(async (home) => {
@@ -220,8 +215,7 @@ test("--python for a live session is not ignored silently (item 17)", () =>
     // The same interpreter again, or none given: nothing to say.
     const plain = await run(["-s", "py", "run", "4"], { home });
     expect(plain.stderr).toBe("");
-  }),
-30_000);
+  }), 30_000);
 
 // A real full disk is a tiny tmpfs, which only root on Linux can mount (CI runs as root).
 describe.skipIf(!CAN_MOUNT_TMPFS)("a full disk at start-up (item 19)", () => {
@@ -234,6 +228,5 @@ describe.skipIf(!CAN_MOUNT_TMPFS)("a full disk at start-up (item 19)", () => {
         // (An empty runtime cache directory may stay: it is the state directory's own.)
         expect(readdirSync(home).filter((n) => n !== "runtime")).toEqual([]);
       }
-    }),
-  60_000);
+    }), 60_000);
 });

@@ -5,7 +5,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { Client } from "@modelcontextprotocol/client";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { awreplBinary, COMMAND_TIMEOUT_MS, PYTHON } from "../harness/mod.ts";
-import { DeadlineError, deadline } from "../../lib/core/deadline.ts";
+import { deadline, DeadlineError } from "../../lib/core/deadline.ts";
 import type { DisplayItem } from "../../lib/protocol/result.ts";
 
 export type ToolResult = Awaited<ReturnType<Client["callTool"]>>;

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { alive, cleanupHome, COMMAND_TIMEOUT_MS, makeHome, waitFor } from "../harness/mod.ts";
-import { exec, type RawServer, rawServer, run, withMcp, within } from "./mcp_client.ts";
+import { exec, type RawServer, rawServer, run, within, withMcp } from "./mcp_client.ts";
 
 /** Every test here ends its server within this long after stdin EOF. */
 const EXIT_MS = 5_000;

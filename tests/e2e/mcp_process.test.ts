@@ -6,7 +6,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { closeSync, mkdirSync, openSync, readFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { alive, awreplBinary, cleanupHome, COMMAND_TIMEOUT_MS, makeHome, run as cli, waitFor, withHome } from "../harness/mod.ts";
-import { connectMcp, exec, type McpConnection, mcpEnv, rawServer, run, text, tool, withMcp, within } from "./mcp_client.ts";
+import { connectMcp, exec, type McpConnection, mcpEnv, rawServer, run, text, tool, within, withMcp } from "./mcp_client.ts";
 
 /** Every test here ends its servers within this long. */
 const EXIT_MS = 5_000;

@@ -23,7 +23,8 @@ async function json(args: string[], home: string, env?: Record<string, string>):
 }
 
 /** What every restore at start says (its snapshot's age), and all it says when the state was saved at the session's end. */
-const cameBack = (name: string) => new RegExp(`^Session ${name} came back from its snapshot of \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC \\(\\d+ s old\\): cells run after that snapshot are not in it\\.$`);
+const cameBack = (name: string) =>
+  new RegExp(`^Session ${name} came back from its snapshot of \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC \\(\\d+ s old\\): cells run after that snapshot are not in it\\.$`);
 
 /** `daemon stop` that saved every session (names it could not save are listed, and are no failure). */
 async function stopDaemon(home: string): Promise<void> {
@@ -51,8 +52,7 @@ describe("state survives the supervisor", () => {
       expect(rest).toEqual([""]);
       // Said once.
       expect((await run(["-s", "a", "run", "x"], { home })).stderr).toBe("");
-    }),
-  60_000);
+    }), 60_000);
 
   test("--json has the restored field; functions, lambdas and classes come back (dill)", () =>
     withHome(async (home) => {
@@ -61,8 +61,7 @@ describe("state survives the supervisor", () => {
       const r = await json(["-s", "fn", "run", "square(inc(b.v))"], home);
       expect(r.value).toBe("36");
       expect(r.restored).toEqual({ source: join(home, "snapshots", "fn", "snapshot.pkl"), restored: ["Box", "b", "inc", "square"], failed: [] });
-    }),
-  60_000);
+    }), 60_000);
 
   test("without dill, pickle saves the data and the cell's functions are reported as not saved", () =>
     withHome(async (home) => {
@@ -73,8 +72,7 @@ describe("state survives the supervisor", () => {
       expect(r.value).toBe("2");
       expect(r.restored?.restored).toEqual(["math", "nums"]);
       expect(r.restored?.failed).toEqual([{ name: "f", reason: "not in the snapshot: TypeError: pickle cannot save functions or classes defined in cells (dill can)" }]);
-    }),
-  60_000);
+    }), 60_000);
 
   test("a socket and a generator are reported as not restored while the rest comes back", () =>
     withHome(async (home) => {
@@ -93,8 +91,7 @@ describe("state survives the supervisor", () => {
       const text = await run(["-s", "mixed2", "run", "kept"], { home });
       expect(text.stderr).toContain("awrepl: restored 2 name(s) from");
       expect(text.stderr).toContain("could not restore gen, sock");
-    }),
-  60_000);
+    }), 60_000);
 
   test("SIGTERM to the supervisor snapshots too, and leaves no worker behind", () =>
     withHome(async (home) => {
@@ -105,8 +102,7 @@ describe("state survives the supervisor", () => {
       while (processesOf(home).length > 0 && Date.now() < deadline) await Bun.sleep(50);
       expect(await waitForNoProcesses(home, 1000)).toEqual([]);
       expect(await ok(["-s", "t", "run", "before"], home)).toBe("'sigterm'\n");
-    }),
-  60_000);
+    }), 60_000);
 });
 
 describe("idle sessions", () => {
@@ -128,8 +124,7 @@ describe("idle sessions", () => {
       expect(r.restored?.restored).toEqual(["dream"]);
       // Parked with its state saved: nothing is said but the snapshot's age.
       expect(r.notice).toMatch(cameBack("nap"));
-    }),
-  60_000);
+    }), 60_000);
 });
 
 describe("size caps", () => {
@@ -141,8 +136,7 @@ describe("size caps", () => {
       const r = await json(["-s", "caps", "run", "small, 'huge' in globals()"], home);
       expect(r.value).toBe("('ok', False)");
       expect(r.restored?.failed).toEqual([{ name: "huge", reason: expect.stringContaining("exceeds max_variable_bytes 100000") }]);
-    }),
-  60_000);
+    }), 60_000);
 });
 
 describe("snapshots that cannot be used", () => {
@@ -165,8 +159,7 @@ describe("snapshots that cannot be used", () => {
       await ok(["-s", "c", "run", "y = 2"], home);
       await stopDaemon(home);
       expect(await ok(["-s", "c", "run", "y"], home)).toBe("2\n");
-    }),
-  60_000);
+    }), 60_000);
 });
 
 describe("autosave", () => {
@@ -183,8 +176,7 @@ describe("autosave", () => {
       expect(result.notice).toContain("went back to its snapshot of");
       expect(result.restored?.source).toBe(join(home, "snapshots", "auto", "snapshot.pkl"));
       expect(await ok(["-s", "auto", "run", "add(4)\ntotal"], home)).toBe("10\n");
-    }),
-  60_000);
+    }), 60_000);
 
   test("AWREPL_AUTOSAVE=1 creates sessions that autosave: a SIGKILLed worker comes back", () =>
     withHome(async (home) => {
@@ -197,8 +189,7 @@ describe("autosave", () => {
       expect(r.notice).toContain("restored from its snapshot of");
       // (`os` too, unless the kill came before that cell's autosave, which runs after its result.)
       expect(r.restored?.restored).toContain("kept");
-    }),
-  60_000);
+    }), 60_000);
 
   test("without autosave or a snapshot, a timeout kill says the state was lost", () =>
     withHome(async (home) => {
@@ -207,8 +198,7 @@ describe("autosave", () => {
       expect(killed.status).toBe("timeout");
       expect(killed.notice).toContain("The session's state was lost");
       expect(killed.restored).toBeUndefined();
-    }),
-  60_000);
+    }), 60_000);
 });
 
 describe("close, snapshot and restore commands", () => {
@@ -232,8 +222,7 @@ describe("close, snapshot and restore commands", () => {
       const none = await run(["close", "kept"], { home });
       expect(none.code).not.toBe(0);
       expect(none.stderr).toContain('No session named "kept"');
-    }),
-  60_000);
+    }), 60_000);
 
   test("snapshot PATH and restore PATH: relative to the caller's directory, reported in text and JSON", () =>
     withHome(async (home) => {
@@ -249,6 +238,5 @@ describe("close, snapshot and restore commands", () => {
       const missing = await run(["-s", "dst", "restore", "nope.pkl"], { home });
       expect(missing.code).toBe(2);
       expect(missing.stderr).toContain(`No snapshot at ${join(home, "nope.pkl")}`);
-    }),
-  60_000);
+    }), 60_000);
 });

@@ -77,7 +77,13 @@ afterAll(() => {
 
 /** The Python processes of the runtime left in the container (the ones this test's sessions started). */
 function runtimesInContainer(): string[] {
-  const out = podman("exec", id, CONTAINER_PYTHON, "-c", "import os\nfor p in os.listdir('/proc'):\n    try:\n        c = open('/proc/%s/cmdline' % p, 'rb').read()\n    except Exception:\n        continue\n    if b'-u\\x00-c' in c: print(p)");
+  const out = podman(
+    "exec",
+    id,
+    CONTAINER_PYTHON,
+    "-c",
+    "import os\nfor p in os.listdir('/proc'):\n    try:\n        c = open('/proc/%s/cmdline' % p, 'rb').read()\n    except Exception:\n        continue\n    if b'-u\\x00-c' in c: print(p)",
+  );
   return out.split("\n").filter(Boolean);
 }
 
@@ -124,8 +130,7 @@ describe("a worker in a podman container", () => {
         left = runtimesInContainer();
       }
       expect(left).toEqual([]);
-    }),
-  120_000);
+    }), 120_000);
 
   test.skipIf(problem !== null)("a stop whose snapshot fails: exit 1, and the session comes back in the container, never on this machine", () =>
     withHome(async (home) => {
@@ -141,6 +146,5 @@ describe("a worker in a podman container", () => {
       const r = await go(["-s", "c", "run", "import os\nos.path.exists('/run/podman-init'), 'x' in globals()"]);
       expect(r.stdout).toBe("(True, False)\n");
       expect(r.stderr).toContain("Its state was lost");
-    }),
-  120_000);
+    }), 120_000);
 });

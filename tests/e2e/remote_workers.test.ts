@@ -9,21 +9,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from "node:path";
 import { ReplSession } from "../../lib/session/session.ts";
 import { hostPidOf } from "../../lib/worker/facts.ts";
-import {
-  rejection,
-  goneWithin,
-  PYTHON,
-  processesOf,
-  requireBwrap,
-  requireSshd,
-  run,
-  running,
-  start,
-  startSshd,
-  tempHome,
-  type TestSshd,
-  withHome,
-} from "../harness/mod.ts";
+import { goneWithin, processesOf, PYTHON, rejection, requireBwrap, requireSshd, run, running, start, startSshd, tempHome, type TestSshd, withHome } from "../harness/mod.ts";
 
 let sshd: TestSshd;
 

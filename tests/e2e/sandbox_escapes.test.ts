@@ -5,7 +5,7 @@
 // create-before-it-exists, a directory where a file is expected.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { spawn } from "node:child_process";
-import { existsSync, lstatSync, mkdirSync, rmSync, readdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { cleanupHome, PYTHON, requireBwrap, run, tempHome, within } from "../harness/mod.ts";
 
@@ -57,11 +57,15 @@ describe("S1: what a sandbox writes never becomes the next interpreter", () => {
     // No AWREPL_PYTHON anywhere, the supervisor's own environment included: the default is chosen.
     const env = { AWREPL_PYTHON: undefined };
     const plant = (sub: string) =>
-      inSandbox(`import pathlib, os
+      inSandbox(
+        `import pathlib, os
 p = pathlib.Path(${JSON.stringify(sub)}); p.mkdir(parents=True, exist_ok=True)
 (p / ${JSON.stringify(sub.endsWith("bin") ? "python" : "python3")}).write_text(${JSON.stringify(plantedScript(mark))})
 os.chmod(p / ${JSON.stringify(sub.endsWith("bin") ? "python" : "python3")}, 0o755)
-"planted"`, [], env);
+"planted"`,
+        [],
+        env,
+      );
     expect(await plant(".venv/bin")).toBe("'planted'");
     expect(await plant("venv2/bin")).toBe("'planted'");
     expect(await plant("tools")).toBe("'planted'");
@@ -153,7 +157,29 @@ while not data.endswith(b"\\n"):
     data += chunk
 print(data.decode().strip())`;
     const bwrap = requireBwrap();
-    const child = spawn(bwrap, ["--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL", "--new-session", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", home, home, "--", PYTHON, "-c", client], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(bwrap, [
+      "--unshare-all",
+      "--unshare-user",
+      "--disable-userns",
+      "--cap-drop",
+      "ALL",
+      "--new-session",
+      "--die-with-parent",
+      "--ro-bind",
+      "/",
+      "/",
+      "--dev",
+      "/dev",
+      "--proc",
+      "/proc",
+      "--bind",
+      home,
+      home,
+      "--",
+      PYTHON,
+      "-c",
+      client,
+    ], { stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     child.stdout.on("data", (b) => (out += b));
     const code = await within(new Promise<number | null>((r) => child.on("exit", r)), 15_000, "the sandboxed client to finish");

@@ -19,5 +19,4 @@ test("--self-test passes every check and leaves nothing behind", () =>
     const after = readdirSync(tmpdir()).filter((n) => n.startsWith("awrepl-self-test-") && !before.has(n));
     expect(after).toEqual([]);
     expect(await waitForNoProcesses(home)).toEqual([]);
-  }),
-90_000);
+  }), 90_000);

@@ -27,7 +27,17 @@ describe("a state directory made by mkdir -p", () => {
       }
       if (process.getuid?.() === 0) {
         // Another user (nobody) can list the directory but cannot connect to the socket.
-        const other = Bun.spawnSync(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", PYTHON, "-c", `import socket; s = socket.socket(socket.AF_UNIX); s.connect(${JSON.stringify(join(home, "supervisor.sock"))})`], { timeout: 10_000 });
+        const other = Bun.spawnSync([
+          "setpriv",
+          "--reuid",
+          "65534",
+          "--regid",
+          "65534",
+          "--clear-groups",
+          PYTHON,
+          "-c",
+          `import socket; s = socket.socket(socket.AF_UNIX); s.connect(${JSON.stringify(join(home, "supervisor.sock"))})`,
+        ], { timeout: 10_000 });
         expect(other.stderr.toString()).toContain("PermissionError");
       }
     } finally {

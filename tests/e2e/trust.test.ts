@@ -36,14 +36,12 @@ describe("awrepl trust", () => {
       writeFileSync(join(project, "awrepl.jsonc"), `{ "python": "${planted}" }`);
       const edited = await run(["run", "1"], { home, cwd: project, env });
       expect(edited.stderr).toContain("it changed since you trusted it");
-    }),
-  60_000);
+    }), 60_000);
 
   test("trust names a missing file plainly", () =>
     withHome(async (home) => {
       const r = await run(["trust", join(home, "nowhere")], { home });
       expect(r.code).toBe(2);
       expect(r.stderr).toContain("No such file or directory");
-    }),
-  30_000);
+    }), 30_000);
 });

@@ -107,8 +107,7 @@ describe("daemon stop reports every session it could not save, and the next use 
       expect(back.notice).toMatch(/It was restored from an OLDER snapshot, of \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(\d+ s old, .*snapshot\.pkl\): anything done after that is lost\./);
       // Said once.
       expect((await run(["-s", "s", "run", "x"], { home })).stderr).toBe("");
-    }),
-  90_000);
+    }), 90_000);
 
   test("no earlier snapshot: the state is said lost everywhere, and the session is re-created as it was made", () =>
     withHome(async (home) => {
@@ -127,8 +126,7 @@ describe("daemon stop reports every session it could not save, and the next use 
       const r = await run(["-s", "t", "run", "import sys\n'x' in globals(), sys.flags.no_site"], { home });
       expect(r.stdout).toBe("(False, 1)\n");
       expect(r.stderr).toContain("Its state was lost; this call ran in a fresh worker made as the session was created.");
-    }),
-  90_000);
+    }), 90_000);
 
   test("a stop nobody waits for (SIGTERM): the log has it, and the next user of the session hears it", () =>
     withHome(async (home) => {
@@ -146,8 +144,7 @@ describe("daemon stop reports every session it could not save, and the next use 
       expect(r.stdout).toBe("False\n");
       expect(r.stderr).toContain("The snapshot of session sig when its supervisor stopped (received SIGTERM)");
       expect(r.stderr).toContain("Its state was lost");
-    }),
-  60_000);
+    }), 60_000);
 
   test("close --keep whose snapshot fails does not close the session (exit 1)", () =>
     withHome(async (home) => {
@@ -159,8 +156,7 @@ describe("daemon stop reports every session it could not save, and the next use 
       expect(await ok(["sessions"], home)).toContain("k ");
       expect((await run(["close", "k"], { home })).code).toBe(0);
       await cell.result;
-    }),
-  60_000);
+    }), 60_000);
 
   test.skipIf(process.getuid?.() !== 0)("a full disk: the stop says so, exits 1, and the state comes back from nowhere else", () =>
     withHome(async (home) => {
@@ -187,32 +183,34 @@ describe("daemon stop reports every session it could not save, and the next use 
         rmdirSync(snapshots);
         renameSync(moved, snapshots);
       }
-    }),
-  90_000);
+    }), 90_000);
 });
 
 describe("the record of an unsaved state does not depend on free space when the stop fails (issue 21 item 2)", () => {
-  test.skipIf(!CAN_MOUNT_TMPFS)("a disk full at daemon stop: the stop says NOT saved, and the next use says the older snapshot came back and how old it is", () =>
-    withSmallDisk("4m", async (home, disk) => {
-      await ok(["-s", "s", "run", "x = 1"], home);
-      await ok(["-s", "s", "snapshot"], home);
-      await ok(["-s", "s", "run", "x = 2"], home);
-      disk.fill();
-      const stop = await run(["daemon", "stop"], { home });
-      expect(stop.stderr).toContain("awrepl: session s: state NOT saved: ");
-      expect(stop.stderr).toContain("No space left on device");
-      expect(stop.code).toBe(1);
-      expect(await waitForNoProcesses(home, 15_000)).toEqual([]);
-      disk.free();
-      const r = await run(["-s", "s", "run", "x"], { home });
-      expect(r.stdout).toBe("1\n");
-      expect(r.stderr).toContain("The snapshot of session s when its supervisor stopped (stop requested)");
-      expect(r.stderr).toContain("No space left on device");
-      expect(r.stderr).toMatch(/It was restored from an OLDER snapshot, of \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(\d+ s old, .*snapshot\.pkl\): anything done after that is lost\./);
-      // Said once.
-      expect((await run(["-s", "s", "run", "x"], { home })).stderr).toBe("");
-    }),
-  90_000);
+  test.skipIf(!CAN_MOUNT_TMPFS)(
+    "a disk full at daemon stop: the stop says NOT saved, and the next use says the older snapshot came back and how old it is",
+    () =>
+      withSmallDisk("4m", async (home, disk) => {
+        await ok(["-s", "s", "run", "x = 1"], home);
+        await ok(["-s", "s", "snapshot"], home);
+        await ok(["-s", "s", "run", "x = 2"], home);
+        disk.fill();
+        const stop = await run(["daemon", "stop"], { home });
+        expect(stop.stderr).toContain("awrepl: session s: state NOT saved: ");
+        expect(stop.stderr).toContain("No space left on device");
+        expect(stop.code).toBe(1);
+        expect(await waitForNoProcesses(home, 15_000)).toEqual([]);
+        disk.free();
+        const r = await run(["-s", "s", "run", "x"], { home });
+        expect(r.stdout).toBe("1\n");
+        expect(r.stderr).toContain("The snapshot of session s when its supervisor stopped (stop requested)");
+        expect(r.stderr).toContain("No space left on device");
+        expect(r.stderr).toMatch(/It was restored from an OLDER snapshot, of \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(\d+ s old, .*snapshot\.pkl\): anything done after that is lost\./);
+        // Said once.
+        expect((await run(["-s", "s", "run", "x"], { home })).stderr).toBe("");
+      }),
+    90_000,
+  );
 
   test("a supervisor killed before it could save or say anything: the next use says the state was not saved, and how old the snapshot that came back is", () =>
     withHome(async (home) => {
@@ -238,8 +236,7 @@ describe("the record of an unsaved state does not depend on free space when the 
       const again = JSON.parse(await ok(["-s", "k", "run", "--json", "x"], home)) as ExecResult;
       expect(again.value).toBe("3");
       expect(again.notice).toMatch(new RegExp(`^Session k ${RESTORE_AGE.source}$`));
-    }),
-  60_000);
+    }), 60_000);
 });
 
 describe("files on disk", () => {
@@ -253,8 +250,7 @@ describe("files on disk", () => {
       const r = JSON.parse(await ok(["-s", "x", "run", "--json", "v, sys.flags.no_site"], home)) as ExecResult;
       expect(r.value).toBe("('x', 1)");
       expect(r.restored?.restored).toEqual(["sys", "v"]);
-    }),
-  60_000);
+    }), 60_000);
 
   test("snapshots in the flat layout of awrepl 0.1 are moved into per-session directories and restored", () =>
     withHome(async (home) => {
@@ -274,8 +270,7 @@ describe("files on disk", () => {
       expect(restored).toBe(`awrepl: restored 2 name(s) from ${join(dir, "old", "snapshot.pkl")}`);
       expect(age).toMatch(new RegExp(`^awrepl: Session old ${RESTORE_AGE.source}$`));
       expect(rest).toEqual([""]);
-    }),
-  60_000);
+    }), 60_000);
 });
 
 describe("restore PATH (issue 15 item 11)", () => {
@@ -284,17 +279,18 @@ describe("restore PATH (issue 15 item 11)", () => {
       await ok(["-s", "r", "run", "x = 7"], home);
       const fifo = join(home, "pipe.pkl");
       execFileSync("mkfifo", [fifo]);
-      for (const [path, kind] of [
-        [fifo, "a FIFO"],
-        ["/dev/zero", "a character device"],
-      ]) {
+      for (
+        const [path, kind] of [
+          [fifo, "a FIFO"],
+          ["/dev/zero", "a character device"],
+        ]
+      ) {
         const r = await run(["-s", "r", "restore", path as string], { home, timeoutMs: 20_000 });
         expect(r.code).toBe(2);
         expect(r.stderr).toBe(`awrepl: Cannot restore from ${path}: it is ${kind}, not a snapshot file\n`);
       }
       expect(await ok(["-s", "r", "run", "x"], home)).toBe("7\n");
-    }),
-  60_000);
+    }), 60_000);
 
   test("restore --timeout cuts off a restore that hangs its worker; the session keeps its state", () =>
     withHome(async (home) => {
@@ -306,6 +302,5 @@ describe("restore PATH (issue 15 item 11)", () => {
       expect(await ok(["-s", "h", "run", "x"], home)).toBe("5\n");
       writeFileSync(join(home, "not-a-pickle.pkl"), "nope");
       expect((await run(["-s", "h", "restore", "not-a-pickle.pkl", "--timeout", "soon"], { home })).code).toBe(2);
-    }),
-  60_000);
+    }), 60_000);
 });

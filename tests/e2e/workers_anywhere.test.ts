@@ -40,7 +40,7 @@ async function kindOf(name: Kind["name"], parent: string): Promise<Kind> {
   if (name === "sandbox") {
     requireBwrap();
     // AWREPL_E2E_HOME marks the sandboxed worker for the leftover check (the sandbox drops everything else).
-    return { name, args: ["--sandbox", "--env", "AWREPL_E2E_HOME"], here: "os.getpid() == 2" /* pid 2 of its own pid namespace */, env: {}, stop: async () => {} };
+    return { name, args: ["--sandbox", "--env", "AWREPL_E2E_HOME"], here: "os.getpid() == 2", /* pid 2 of its own pid namespace */ env: {}, stop: async () => {} };
   }
   const sshd: TestSshd = await startSshd({ hide: [parent] });
   return {
@@ -132,8 +132,7 @@ for (const name of ["local", "ssh", "sandbox"] as const) {
         await ok(["-s", "w", "run", "x = 0"]);
         expect(await ok(["-s", "w", "restore", mine])).toStartWith(`Restored 3 name(s) from ${mine}`);
         expect(await ok(["-s", "w", "run", "x"])).toBe("41\n");
-      }),
-    120_000);
+      }), 120_000);
 
     test("a stop whose snapshot fails: exit 1, said, and the next call runs on the same kind of worker, never the host's default", () =>
       withKind(name, async (home, kind, cwd) => {
@@ -151,8 +150,7 @@ for (const name of ["local", "ssh", "sandbox"] as const) {
         const r = await go(["-s", "f", "run", `import os\n'x' in globals(), ${kind.here}`]);
         expect(r.stdout).toBe("(False, True)\n");
         expect(r.stderr).toContain("Its state was lost; this call ran in a fresh worker made as the session was created.");
-      }),
-    120_000);
+      }), 120_000);
   });
 }
 
@@ -225,8 +223,7 @@ describe("--sandbox from the command line", () => {
       const asked = await run(["-s", "box", "--no-sandbox", "run", "os.getpid()"], { home, cwd });
       expect(asked.stdout).toBe("2\n");
       expect(asked.stderr).toContain("Session box keeps its sandbox (sandbox: no network, env AWREPL_E2E_HOME GITHUB_TOKEN); --no-sandbox was not applied.");
-    }),
-  120_000);
+    }), 120_000);
 
   test("awrepl mcp --sandbox: the sessions an MCP host creates run sandboxed", () =>
     withKind("sandbox", async (home, _kind, cwd) =>
@@ -234,29 +231,33 @@ describe("--sandbox from the command line", () => {
         home,
         ["--sandbox", "--env", "AWREPL_E2E_HOME", "--session", "agent"],
         async ({ client }) => {
-          const r = exec(await mcpRun(client, "import os, socket\ntry:\n    socket.create_connection(('1.1.1.1', 443), timeout=3)\n    net = 'ALLOWED'\nexcept OSError as e:\n    net = e.strerror\nos.getpid(), net"));
+          const r = exec(
+            await mcpRun(
+              client,
+              "import os, socket\ntry:\n    socket.create_connection(('1.1.1.1', 443), timeout=3)\n    net = 'ALLOWED'\nexcept OSError as e:\n    net = e.strerror\nos.getpid(), net",
+            ),
+          );
           expect(r.value).toBe("(2, 'Network is unreachable')");
           expect((await run(["sessions"], { home })).stdout).toMatch(/agent +\d+ +sandbox/);
         },
         { cwd },
-      ),
-    ),
-  120_000);
+      )), 120_000);
 
   test("flag mistakes are usage errors naming the flag and value", () =>
     withKind("local", async (home, kind, cwd) => {
       const { go } = runner(home, kind, cwd);
-      for (const [args, says] of [
-        [["--sandbox-net", "run", "1"], "--sandbox-net shapes a sandbox: add --sandbox"],
-        [["--sandbox", "--env", "A=B", "run", "1"], '--env needs an environment variable name, not "A=B"'],
-        [["--sandbox", "--sandbox-write", "/nonexistent/dir", "run", "1"], "--sandbox-write /nonexistent/dir: no such file or directory"],
-        [["--no-sandbox", "--sandbox-net", "run", "1"], "--sandbox-net cannot go with --no-sandbox"],
-        [["--sandbox", "--python", "ssh host python3", "run", "1"], "The sandbox runs a local interpreter"],
-      ] as const) {
+      for (
+        const [args, says] of [
+          [["--sandbox-net", "run", "1"], "--sandbox-net shapes a sandbox: add --sandbox"],
+          [["--sandbox", "--env", "A=B", "run", "1"], '--env needs an environment variable name, not "A=B"'],
+          [["--sandbox", "--sandbox-write", "/nonexistent/dir", "run", "1"], "--sandbox-write /nonexistent/dir: no such file or directory"],
+          [["--no-sandbox", "--sandbox-net", "run", "1"], "--sandbox-net cannot go with --no-sandbox"],
+          [["--sandbox", "--python", "ssh host python3", "run", "1"], "The sandbox runs a local interpreter"],
+        ] as const
+      ) {
         const r = await go([...args]);
         expect({ args, code: r.code }).toEqual({ args, code: 2 });
         expect(r.stderr).toContain(says);
       }
-    }),
-  60_000);
+    }), 60_000);
 });

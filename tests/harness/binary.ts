@@ -127,7 +127,10 @@ export async function start(args: string[], options: RunOptions): Promise<Runnin
   const waitForStdout = (text: string, timeoutMs = COMMAND_TIMEOUT_MS) =>
     new Promise<void>((resolveWait, reject) => {
       if (stdout.includes(text)) return resolveWait();
-      const t = setTimeout(() => reject(new Error(`Timed out after ${timeoutMs} ms waiting for ${JSON.stringify(text)}; stdout so far: ${JSON.stringify(stdout)}, stderr: ${JSON.stringify(stderr)}`)), timeoutMs);
+      const t = setTimeout(
+        () => reject(new Error(`Timed out after ${timeoutMs} ms waiting for ${JSON.stringify(text)}; stdout so far: ${JSON.stringify(stdout)}, stderr: ${JSON.stringify(stderr)}`)),
+        timeoutMs,
+      );
       waiters.push({
         text,
         resolve: () => {

@@ -25,7 +25,22 @@ export function requireBwrap(): string {
 }
 
 /** The default profile's namespaces and flags around /bin/true. */
-export const BWRAP_FLOOR_FLAGS = ["--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL", "--new-session", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
+export const BWRAP_FLOOR_FLAGS = [
+  "--unshare-all",
+  "--unshare-user",
+  "--disable-userns",
+  "--cap-drop",
+  "ALL",
+  "--new-session",
+  "--die-with-parent",
+  "--ro-bind",
+  "/",
+  "/",
+  "--dev",
+  "/dev",
+  "--proc",
+  "/proc",
+];
 
 function probeBwrap(): BwrapCheck {
   let bwrap: string;
@@ -43,8 +58,8 @@ function probeBwrap(): BwrapCheck {
     const hint = /Operation not permitted|No permissions to create new namespace|setting up uid map/.test(why)
       ? " (user namespaces are refused here: kernel.unprivileged_userns_clone, or AppArmor's restrict_unprivileged_userns on Ubuntu 24.04)"
       : /disable-userns/.test(why)
-        ? " (bubblewrap older than 0.8: no --disable-userns)"
-        : "";
+      ? " (bubblewrap older than 0.8: no --disable-userns)"
+      : "";
     return { ok: false, reason: `bwrap ${version} cannot start the default profile: ${why}${hint}` };
   }
   return { ok: true, bwrap, version };

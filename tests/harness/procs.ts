@@ -4,7 +4,7 @@
 // deadline, until none is left. Zombies count as gone: they have exited and only wait to be reaped
 // (this machine's PID 1 does not always reap). binary.ts's processesOf() is a marker search too.
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
-import { DeadlineError, deadline } from "../../lib/core/deadline.ts";
+import { deadline, DeadlineError } from "../../lib/core/deadline.ts";
 import { sleep } from "./common.ts";
 
 export type Proc = { pid: number; ppid: number; pgid: number; sid: number; state: string; comm: string };

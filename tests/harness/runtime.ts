@@ -1,6 +1,6 @@
 // Test harness: runtime.py as a real subprocess, spoken to over its pipes.
 // Every wait has a timeout; every spawned runtime is killed (with its process group) by closeAll().
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { readFileSync } from "node:fs";
 import { setDefaultTimeout } from "bun:test";
@@ -212,4 +212,3 @@ export function closeAll(): void {
   for (const rt of live) rt.kill();
   live.clear();
 }
-

@@ -5,8 +5,6 @@ import { AwreplError } from "../../lib/core/errors.ts";
 import { ReplSession, type ReplSessionOptions } from "../../lib/session/session.ts";
 import { PYTHON, tempHome } from "./common.ts";
 
-
-
 /**
  * For a test file of ReplSession tests (call once at its top level): each test gets a fresh state
  * directory (`fixture.tmp.home`), and every session started with `fixture.start()` is closed after it.
@@ -30,8 +28,6 @@ export function useSessions(defaultId: string) {
   });
   return fixture;
 }
-
-
 
 /** The AwreplError `promise` rejects with; anything else (a value, another error) fails the test. */
 export async function rejection(promise: Promise<unknown>): Promise<AwreplError> {

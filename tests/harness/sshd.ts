@@ -21,7 +21,7 @@
 // directory. Every wait has a deadline.
 import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type Server, type Socket, connect } from "node:net";
+import { connect, createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve, sep } from "node:path";
 import { sleep } from "./common.ts";
@@ -212,7 +212,9 @@ export function freePort(host = "127.0.0.1"): Promise<number> {
 async function waitListening(host: string, port: number, child: ChildProcess, timeoutMs: number, log: () => string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`sshd exited (${child.exitCode ?? child.signalCode}) before listening: ${log().trim().split("\n").slice(-3).join(" | ")}`);
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`sshd exited (${child.exitCode ?? child.signalCode}) before listening: ${log().trim().split("\n").slice(-3).join(" | ")}`);
+    }
     const ok = await new Promise<boolean>((res) => {
       const s = connect({ host, port });
       const done = (v: boolean) => {
@@ -466,7 +468,7 @@ class Relay {
       };
       forward(client, upstream);
       forward(upstream, client);
-      if (relay.paused) for (const s of pair) s.pause();
+      if (relay.paused) { for (const s of pair) s.pause(); }
       const end = () => {
         relay.pairs.delete(pair);
         client.destroy();

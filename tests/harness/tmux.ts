@@ -84,7 +84,9 @@ export class TmuxPane {
     for (;;) {
       const c = this.cursor();
       if (c.before === before && also()) return;
-      if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for the cursor after ${JSON.stringify(before)}; it is after ${JSON.stringify(c.before)}; the screen shows:\n${this.screen()}`);
+      if (Date.now() > deadline) {
+        throw new Error(`Timed out after ${timeoutMs} ms waiting for the cursor after ${JSON.stringify(before)}; it is after ${JSON.stringify(c.before)}; the screen shows:\n${this.screen()}`);
+      }
       await Bun.sleep(50);
     }
   }

@@ -151,7 +151,9 @@ afterAll(() => {
 describe.skipIf(!NATIVE_FILE)("npm packages", () => {
   test("npm pack: awrepl holds the launcher and the library, not the CLI or tests; the platform package holds the executable", () => {
     const top = listTarball(tarballs.top);
-    for (const f of ["package.json", "README.md", "bin/awrepl", "bin/package.json", "dist/lib/mod.js", "dist/lib/runtime.py", "dist/types/lib/mod.d.ts", "lib/mod.ts", "runtime.py", "lib/client/start.ts"]) {
+    for (
+      const f of ["package.json", "README.md", "bin/awrepl", "bin/package.json", "dist/lib/mod.js", "dist/lib/runtime.py", "dist/types/lib/mod.d.ts", "lib/mod.ts", "runtime.py", "lib/client/start.ts"]
+    ) {
       expect(top).toContain(f);
     }
     expect(top.filter((f) => f.startsWith("lib/cli/") || f.endsWith(".test.ts") || f.startsWith("tests/") || f === "main.ts")).toEqual([]);
@@ -208,7 +210,9 @@ describe.skipIf(!NATIVE_FILE)("npm packages", () => {
         expect(realpathSync(link)).toBe(realpathSync(join(dir, "node_modules", "awrepl", "bin", "awrepl"))); // a first run
         const runs = await Promise.all(Array.from({ length: 8 }, () => run(link, ["--version"], { env: { AWREPL_HOME: home }, timeoutMs: 60_000 })));
         for (const [i, r] of runs.entries()) {
-          if (r.code !== 0 || r.stdout.trim() !== VERSION || r.stderr !== "") failures.push(`round ${round} run ${i}: exit ${r.code} ${r.signal ?? ""}, stdout ${JSON.stringify(r.stdout)}, stderr ${JSON.stringify(r.stderr.slice(0, 300))}`);
+          if (r.code !== 0 || r.stdout.trim() !== VERSION || r.stderr !== "") {
+            failures.push(`round ${round} run ${i}: exit ${r.code} ${r.signal ?? ""}, stdout ${JSON.stringify(r.stdout)}, stderr ${JSON.stringify(r.stderr.slice(0, 300))}`);
+          }
         }
         // And the relink they raced to do happened: the next call needs no Node; no temporary file is left.
         const after = await run(link, ["--version"], { env: { AWREPL_HOME: home, PATH: NO_NODE_PATH } });
@@ -336,8 +340,19 @@ describe.skipIf(!NATIVE_FILE)("npm packages", () => {
       ].join("\n"),
     );
     const tsc = await run(join(ROOT, "node_modules", ".bin", "tsc"), [
-      "--noEmit", "--strict", "--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022",
-      "--types", "node", "--typeRoots", join(ROOT, "node_modules", "@types"), "check.mts",
+      "--noEmit",
+      "--strict",
+      "--module",
+      "nodenext",
+      "--moduleResolution",
+      "nodenext",
+      "--target",
+      "es2022",
+      "--types",
+      "node",
+      "--typeRoots",
+      join(ROOT, "node_modules", "@types"),
+      "check.mts",
     ], { cwd: project });
     expect(tsc.stdout + tsc.stderr).toBe("");
     expect(tsc.code).toBe(0);

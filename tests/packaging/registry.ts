@@ -15,7 +15,7 @@ type Served = { name: string; version: string; manifest: Record<string, unknown>
 /** package/package.json out of a .tgz (a tar is 512-byte headers, each followed by its file's blocks). */
 function manifestOf(tgz: Buffer): Record<string, unknown> {
   const tar = gunzipSync(tgz);
-  for (let off = 0; off + 512 <= tar.length; ) {
+  for (let off = 0; off + 512 <= tar.length;) {
     const name = tar.subarray(off, off + 100).toString("utf8").replace(/\0.*$/s, "");
     const size = parseInt(tar.subarray(off + 124, off + 136).toString("utf8").replace(/\0.*$/s, "").trim() || "0", 8);
     if (name === "package/package.json") return JSON.parse(tar.subarray(off + 512, off + 512 + size).toString("utf8"));

@@ -8,8 +8,7 @@ if (!home) {
   console.error("smoke.mjs: set AWREPL_HOME to a private state directory");
   process.exit(2);
 }
-const runtime =
-  typeof Deno !== "undefined" ? `deno ${Deno.version.deno}` : typeof Bun !== "undefined" ? `bun ${Bun.version}` : `node ${process.version}`;
+const runtime = typeof Deno !== "undefined" ? `deno ${Deno.version.deno}` : typeof Bun !== "undefined" ? `bun ${Bun.version}` : `node ${process.version}`;
 let resolved = null;
 try {
   resolved = import.meta.resolve(entry);

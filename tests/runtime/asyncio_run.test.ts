@@ -4,7 +4,8 @@ import { closeAll, Runtime, sleep } from "../harness/mod.ts";
 afterEach(closeAll);
 
 const SCRIPT = "import asyncio\nasync def main():\n    await asyncio.sleep(0.01)\n    return 'done'\nif __name__ == '__main__':\n    print(asyncio.run(main()))";
-const BACKGROUND = "import asyncio\nticks = []\nasync def bg():\n    while True:\n        ticks.append(1)\n        await asyncio.sleep(0.01)\ntask = asyncio.ensure_future(bg())\nawait asyncio.sleep(0)";
+const BACKGROUND =
+  "import asyncio\nticks = []\nasync def bg():\n    while True:\n        ticks.append(1)\n        await asyncio.sleep(0.01)\ntask = asyncio.ensure_future(bg())\nawait asyncio.sleep(0)";
 
 describe("asyncio.run() in a cell", () => {
   test("a script's asyncio.run(main()) works in a fresh session, and again later", async () => {

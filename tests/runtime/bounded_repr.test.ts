@@ -28,8 +28,7 @@ async function peakGrowth(pid: number, fn: () => Promise<unknown>): Promise<{ gr
 
 function needs(module: string) {
   const has = pythonHas(module);
-  return (name: string, fn: () => Promise<void>, timeoutMs?: number) =>
-    test.skipIf(!has)(has ? name : `${name} [skipped: ${PYTHON} cannot import ${module}]`, fn, timeoutMs);
+  return (name: string, fn: () => Promise<void>, timeoutMs?: number) => test.skipIf(!has)(has ? name : `${name} [skipped: ${PYTHON} cannot import ${module}]`, fn, timeoutMs);
 }
 
 async function vars(rt: Runtime, timeoutMs = 30_000): Promise<Record<string, string>> {

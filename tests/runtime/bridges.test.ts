@@ -68,7 +68,9 @@ describe("display and host bridges", () => {
   test("is_active() is true while serving; importing the module is fine", async () => {
     const rt = await Runtime.start();
     expect((await rt.exec("import awrepl\nawrepl.is_active()")).result).toBe("True");
-    expect((await rt.exec("import os\npid = os.fork()\nif pid == 0:\n    import awrepl\n    os.write(1, b'child active=%d\\n' % awrepl.is_active())\n    os._exit(0)\nos.waitpid(pid, 0)[1]")).rawStdout).toBe("child active=0\n");
+    expect(
+      (await rt.exec("import os\npid = os.fork()\nif pid == 0:\n    import awrepl\n    os.write(1, b'child active=%d\\n' % awrepl.is_active())\n    os._exit(0)\nos.waitpid(pid, 0)[1]")).rawStdout,
+    ).toBe("child active=0\n");
   });
 
   test("reset gives a fresh namespace; builtins and awrepl still work", async () => {

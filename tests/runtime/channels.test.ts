@@ -30,9 +30,15 @@ describe("channels", () => {
     const rt = await Runtime.start();
     // The same calls against io.StringIO (which the builtin print serves) and against sys.stdout.
     const calls = [
-      "print('a')", "print()", "print(1, 2.5, 'x', sep='-', end='!\\n')", "print('no end', end='')",
-      "print(None, [1], b'x')", "print(Loud(), 'after')", "print('t', sep=None, end=None)",
-      "print(True, 7)", "print(*['p', 'q'], sep='')",
+      "print('a')",
+      "print()",
+      "print(1, 2.5, 'x', sep='-', end='!\\n')",
+      "print('no end', end='')",
+      "print(None, [1], b'x')",
+      "print(Loud(), 'after')",
+      "print('t', sep=None, end=None)",
+      "print(True, 7)",
+      "print(*['p', 'q'], sep='')",
     ];
     const code = [
       "import io, sys, json, builtins",

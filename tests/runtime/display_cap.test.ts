@@ -32,7 +32,8 @@ function execute(rt: Runtime, code: string, extra: Record<string, unknown> = {},
   return rt.request({ type: "execute", code, ...extra }, timeoutMs);
 }
 
-const BIG_PNG = (bytes: number) => `class Big:\n    def _repr_png_(self):\n        return payload\n    def __repr__(self):\n        return 'Big()'\npayload = b'\\x89PNG' + bytes(${bytes} - 4)\nbig = Big()`;
+const BIG_PNG = (bytes: number) =>
+  `class Big:\n    def _repr_png_(self):\n        return payload\n    def __repr__(self):\n        return 'Big()'\npayload = b'\\x89PNG' + bytes(${bytes} - 4)\nbig = Big()`;
 
 describe("one display payload is bounded", () => {
   test("a 100 MB _repr_png_ over the default cap is dropped before it is encoded: the entry says so, the worker holds no copy", async () => {

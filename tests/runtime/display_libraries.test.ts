@@ -10,8 +10,7 @@ afterEach(closeAll);
 /** `test`, or a skip that names the missing module when PYTHON cannot import it. */
 function needs(module: string) {
   const has = pythonHas(module);
-  return (name: string, fn: () => Promise<void>, timeoutMs?: number) =>
-    test.skipIf(!has)(has ? name : `${name} [skipped: ${PYTHON} cannot import ${module}]`, fn, timeoutMs);
+  return (name: string, fn: () => Promise<void>, timeoutMs?: number) => test.skipIf(!has)(has ? name : `${name} [skipped: ${PYTHON} cannot import ${module}]`, fn, timeoutMs);
 }
 const withMatplotlib = needs("matplotlib");
 const withIPython = needs("IPython");
@@ -90,7 +89,10 @@ describe("matplotlib inline", () => {
   withMatplotlib("1,000 figures in one cell: as many rendered as the entry limit, the rest counted and closed", async () => {
     const rt = await Runtime.start();
     const started = performance.now();
-    const a = await rt.request({ type: "execute", code: `${PYPLOT}\nimport warnings\nwarnings.simplefilter('ignore')\nfor i in range(1000): plt.figure(figsize=(1, 1))`, max_display_entries: 100 }, 120_000);
+    const a = await rt.request(
+      { type: "execute", code: `${PYPLOT}\nimport warnings\nwarnings.simplefilter('ignore')\nfor i in range(1000): plt.figure(figsize=(1, 1))`, max_display_entries: 100 },
+      120_000,
+    );
     const ms = performance.now() - started;
     expect(a.done.status).toBe("ok");
     expect(displays(a.events)).toHaveLength(100);
@@ -101,7 +103,10 @@ describe("matplotlib inline", () => {
 
   withMatplotlib("the backend is awrepl's inline one, whatever MPLBACKEND and DISPLAY say; no GUI toolkit is loaded", async () => {
     const rt = await Runtime.start({ env: { MPLBACKEND: "TkAgg", DISPLAY: ":99" } });
-    const a = await rt.exec(`${PYPLOT}\nimport matplotlib, sys\nplt.plot([1])\nplt.show()\n(matplotlib.get_backend(), sorted(m for m in sys.modules if m.split('.')[0] in ('tkinter', '_tkinter', 'PyQt5', 'PyQt6', 'PySide6', 'gi', 'wx')))`, 60_000);
+    const a = await rt.exec(
+      `${PYPLOT}\nimport matplotlib, sys\nplt.plot([1])\nplt.show()\n(matplotlib.get_backend(), sorted(m for m in sys.modules if m.split('.')[0] in ('tkinter', '_tkinter', 'PyQt5', 'PyQt6', 'PySide6', 'gi', 'wx')))`,
+      60_000,
+    );
     expect(a.result).toBe("('module://awrepl.inline', [])");
     expect(displays(a.events)).toHaveLength(1);
   });
@@ -143,7 +148,10 @@ describe("matplotlib inline", () => {
 describe("IPython.display without an IPython shell", () => {
   withIPython("display(Markdown), HTML, Latex: their text forms; no InteractiveShell is started", async () => {
     const rt = await Runtime.start();
-    const a = await rt.exec("from IPython.display import display, Markdown, HTML, Latex\nimport IPython\ndisplay(Markdown('# hi'), HTML('<b>x</b>'))\ndisplay(Latex('$x$'))\nIPython.get_ipython() is None", 60_000);
+    const a = await rt.exec(
+      "from IPython.display import display, Markdown, HTML, Latex\nimport IPython\ndisplay(Markdown('# hi'), HTML('<b>x</b>'))\ndisplay(Latex('$x$'))\nIPython.get_ipython() is None",
+      60_000,
+    );
     expect(a.result).toBe("True");
     const ds = displays(a.events).map(data);
     expect(ds.map((d) => d["text/markdown"] ?? d["text/html"] ?? d["text/latex"])).toEqual(["# hi", "<b>x</b>", "$x$"]);
@@ -153,7 +161,10 @@ describe("IPython.display without an IPython shell", () => {
   withIPython("Image(filename=...) ships the file's bytes as image/png", async () => {
     const rt = await Runtime.start();
     const png = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAADCAYAAAC56t6BAAAAEklEQVR42mNk+M9Qz8DAwMAAAA4NAQD3X8ZyAAAAAElFTkSuQmCC";
-    const a = await rt.exec(`import base64, tempfile, os\np = os.path.join(tempfile.mkdtemp(), 'dot.png')\nopen(p, 'wb').write(base64.b64decode('${png}'))\nimport IPython.display\nIPython.display.display(IPython.display.Image(filename=p))`, 60_000);
+    const a = await rt.exec(
+      `import base64, tempfile, os\np = os.path.join(tempfile.mkdtemp(), 'dot.png')\nopen(p, 'wb').write(base64.b64decode('${png}'))\nimport IPython.display\nIPython.display.display(IPython.display.Image(filename=p))`,
+      60_000,
+    );
     const d = data(displays(a.events)[0]);
     expect(d["image/png"]).toBe(png);
     expect(pngSize(d["image/png"])).toEqual({ width: 2, height: 3 });
@@ -161,7 +172,10 @@ describe("IPython.display without an IPython shell", () => {
 
   withIPython("publish_display_data ships its bundle; clear_output writes nothing; a trailing Markdown is the value's entry", async () => {
     const rt = await Runtime.start();
-    const a = await rt.exec("from IPython.display import publish_display_data, clear_output, Markdown\nclear_output()\npublish_display_data({'text/plain': 'pub', 'image/png': b'PNG'})\nMarkdown('**b**')", 60_000);
+    const a = await rt.exec(
+      "from IPython.display import publish_display_data, clear_output, Markdown\nclear_output()\npublish_display_data({'text/plain': 'pub', 'image/png': b'PNG'})\nMarkdown('**b**')",
+      60_000,
+    );
     expect(a.stdout).toBe("");
     expect(a.rawStdout).toBe("");
     const ds = displays(a.events);

@@ -5,8 +5,7 @@ afterEach(closeAll);
 
 // A __repr__ that outlives its time budget (it swallows the runtime's per-value timeout) and only
 // ends when the request is interrupted.
-const SLOW =
-  "class Slow:\n    def __repr__(self):\n        while True:\n            try:\n                while True:\n                    pass\n" +
+const SLOW = "class Slow:\n    def __repr__(self):\n        while True:\n            try:\n                while True:\n                    pass\n" +
   "            except KeyboardInterrupt as e:\n                if type(e).__name__ != '_ReprTimedOut':\n                    raise\n" +
   "s = Slow()\nok = 1";
 
@@ -42,8 +41,10 @@ describe("variables and inspect run user __repr__", () => {
 
   test("an endless __repr__ is cut at its time budget; the other names are listed", async () => {
     const rt = await Runtime.start();
-    await rt.exec("import time\nclass Loop:\n    def __repr__(self):\n        while True:\n            pass\n" +
-      "class Sleepy:\n    def __repr__(self):\n        time.sleep(60)\n        return 'late'\nloop, sleepy, fine = Loop(), Sleepy(), [1]");
+    await rt.exec(
+      "import time\nclass Loop:\n    def __repr__(self):\n        while True:\n            pass\n" +
+        "class Sleepy:\n    def __repr__(self):\n        time.sleep(60)\n        return 'late'\nloop, sleepy, fine = Loop(), Sleepy(), [1]",
+    );
     const v = await rt.request({ type: "variables" });
     expect(v.done.status).toBe("ok");
     const vars = v.done.variables as Record<string, string>;

@@ -9,11 +9,13 @@ import { closeAll, Runtime, sleep } from "../harness/mod.ts";
 afterEach(closeAll);
 
 describe("a cell that closes the worker's fds", () => {
-  for (const code of [
-    "import os\nos.close(3)",
-    "import os\nos.closerange(3, 1024)",
-    "import os\nfor fd in range(3, 256):\n    try:\n        os.close(fd)\n    except OSError:\n        pass",
-  ]) {
+  for (
+    const code of [
+      "import os\nos.close(3)",
+      "import os\nos.closerange(3, 1024)",
+      "import os\nfor fd in range(3, 256):\n    try:\n        os.close(fd)\n    except OSError:\n        pass",
+    ]
+  ) {
     test(`${JSON.stringify(code.split("\n").slice(1).join("; ").slice(0, 40))}: the session lives on`, async () => {
       const rt = await Runtime.start();
       await rt.request({ type: "list_names" }); // the first request starts the watchdog: its fds count too

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { closeAll, Runtime } from "../harness/mod.ts";
@@ -179,7 +179,11 @@ describe("snapshot, restore, list_names", () => {
     const path = join(dir, "s.pkl");
     mkdirSync(join(dir, "manifest-is-a-dir"));
     const { done } = await rt.request({
-      type: "snapshot", path, manifest_path: join(dir, "manifest-is-a-dir"), max_variable_bytes: 10, prune_oversized: true,
+      type: "snapshot",
+      path,
+      manifest_path: join(dir, "manifest-is-a-dir"),
+      max_variable_bytes: 10,
+      prune_oversized: true,
     });
     expect(done.status).toBe("error");
     expect(String(done.reason)).toContain("manifest");

@@ -32,11 +32,13 @@ describe("snapshot files on disk", () => {
     expect(readdirSync(dir).sort()).toEqual(["s.json", "s.pkl"]); // no temp file left
   });
 
-  for (const [what, content] of [
-    ["text", "precious\n"],
-    ["JSON that is not a manifest", '{"version": 1, "other": true}\n'],
-    ["a JSON list", "[1, 2]\n"],
-  ] as const) {
+  for (
+    const [what, content] of [
+      ["text", "precious\n"],
+      ["JSON that is not a manifest", '{"version": 1, "other": true}\n'],
+      ["a JSON list", "[1, 2]\n"],
+    ] as const
+  ) {
     test(`a manifest_path holding ${what} is refused and nothing is written`, async () => {
       const rt = await Runtime.start();
       await rt.exec("a = 1");

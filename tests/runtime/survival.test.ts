@@ -16,7 +16,9 @@ describe("what users will do to it", () => {
 
   test("os.fork(): the child never writes frames; its prints arrive as raw output", async () => {
     const rt = await Runtime.start();
-    const a = await rt.exec("import os\npid = os.fork()\nif pid == 0:\n    print('child print')\n    import awrepl\n    awrepl.emit({'text/plain': 'x'})\n    os._exit(0)\nos.waitpid(pid, 0)\n'parent'");
+    const a = await rt.exec(
+      "import os\npid = os.fork()\nif pid == 0:\n    print('child print')\n    import awrepl\n    awrepl.emit({'text/plain': 'x'})\n    os._exit(0)\nos.waitpid(pid, 0)\n'parent'",
+    );
     expect(rt.badLines).toEqual([]);
     expect(a.result).toBe("'parent'");
     expect(a.rawStdout).toBe("child print\n");
@@ -36,7 +38,7 @@ describe("what users will do to it", () => {
   test("malformed lines get a ProtocolError event and the runtime keeps serving", async () => {
     const rt = await Runtime.start();
     const start = rt.events.length;
-    rt.sendRaw("not json\n[1,2]\n{\"type\":\"execute\"}\n{\"type\":\"execute\",\"id\":7,\"code\":\"1\"}\n\xff\xfe\n\n");
+    rt.sendRaw('not json\n[1,2]\n{"type":"execute"}\n{"type":"execute","id":7,"code":"1"}\n\xff\xfe\n\n');
     rt.sendRaw(new Uint8Array([0xff, 0xfe, 0x0a]));
     rt.send({ type: "nonsense", id: "n1" });
     rt.send({ type: "execute", id: "bad-code", code: 12 });

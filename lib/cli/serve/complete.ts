@@ -1,7 +1,7 @@
 // Tab completion for the interactive REPL: the runtime's `complete` answers from the live namespace;
 // this adapts its matches to what node:readline expects (matches that all start with the text being
 // replaced), indents on a blank line, and completes the meta commands.
-import { DeadlineError, deadline } from "../../core/deadline.ts";
+import { deadline, DeadlineError } from "../../core/deadline.ts";
 import type { Session } from "../../protocol/api.ts";
 import type { Completer } from "./reader.ts";
 

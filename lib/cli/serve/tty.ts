@@ -94,7 +94,7 @@ export async function serveTerminal(run: ServeRun, options: TerminalOptions): Pr
           executeCell(run, code.replace(/\n+$/, ""), () => {
             // The terminal echoed ^C; start the traceback on its own line.
             term.err("\n");
-          }),
+          })
         )
         .catch((err) => void reportError(run, err));
       const exit = result ? systemExit(result) : null;
@@ -118,10 +118,7 @@ function banner(run: ServeRun, python: string | undefined, width: number): strin
   const { style } = run.term;
   const who = run.name !== undefined ? `session ${run.name}` : "a new unnamed session";
   const head = `awrepl ${version} · ${who}${python ? ` · ${python}` : ""}`;
-  const leave =
-    run.name !== undefined
-      ? "Ctrl-D or :quit leaves; the session keeps running. :help lists commands."
-      : "Ctrl-D or :quit leaves and ends the session. :help lists commands.";
+  const leave = run.name !== undefined ? "Ctrl-D or :quit leaves; the session keeps running. :help lists commands." : "Ctrl-D or :quit leaves and ends the session. :help lists commands.";
   return [...wrap(head, width).map(style.bold), ...wrap(leave, width).map(style.dim)].join("\n") + "\n";
 }
 
