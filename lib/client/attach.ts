@@ -136,11 +136,11 @@ type Repeat = "safe" | "once";
  */
 export class RemoteSession implements Session {
   /** A call of ours has reached the session (so a later re-creation means lost state). */
-  #used = false;
+  private used = false;
   /** A call found the supervisor gone or stopping: the next one connects again (resendSafeCalls). */
-  #stale = false;
+  private stale = false;
   /** close() was called: every call is refused from then on, on every runtime (never a reconnect). */
-  #closed = false;
+  private closed = false;
 
   constructor(
     readonly id: string,
@@ -156,7 +156,7 @@ export class RemoteSession implements Session {
    * so the supervisor need not send more.
    */
   async execute(code: string, options: RemoteExecuteOptions = {}): Promise<ExecResult> {
-    return this.#execute(code, options, false);
+    return this.executeCall(code, options, false);
   }
 
   /**
@@ -170,7 +170,7 @@ export class RemoteSession implements Session {
     const ready = new Promise<void>((resolve) => {
       onSent = resolve;
     });
-    const result = this.#execute(code, options, true, (conn, id) => {
+    const result = this.executeCall(code, options, true, (conn, id) => {
       sent = { conn, id };
       onSent();
     });
@@ -185,7 +185,7 @@ export class RemoteSession implements Session {
     return {
       result,
       keepResult: async () => {
-        this.#refuseIfClosed();
+        this.refuseIfClosed();
         await ready;
         const where = sent as { conn: SupervisorConnection; id: RequestId } | null;
         if (settled || !where || where.conn.closed) return false;
@@ -201,7 +201,7 @@ export class RemoteSession implements Session {
   async collect(waitMs = 0, options: { signal?: AbortSignal } = {}): Promise<Collected> {
     const { signal } = options;
     signal?.throwIfAborted?.();
-    return this.#send("once", async (conn) => {
+    return this.send("once", async (conn) => {
       const call = conn.call({ type: "collect", session: this.id, wait_ms: waitMs });
       const onAbort = () => conn.notify({ type: "cancel", target: call.id });
       signal?.addEventListener("abort", onAbort, { once: true });
@@ -213,12 +213,12 @@ export class RemoteSession implements Session {
     });
   }
 
-  async #execute(code: string, options: RemoteExecuteOptions, detach: boolean, onSent?: (conn: SupervisorConnection, id: RequestId) => void): Promise<ExecResult> {
+  private async executeCall(code: string, options: RemoteExecuteOptions, detach: boolean, onSent?: (conn: SupervisorConnection, id: RequestId) => void): Promise<ExecResult> {
     const { onOutput, onDisplay, onRawOutput, onHostRequest, signal } = options;
     signal?.throwIfAborted?.();
     // Live output goes undecoded to onRawOutput, or decoded to onOutput.
     const output = onRawOutput ?? (onOutput ? (stream: "stdout" | "stderr", raw: RawText) => onOutput(stream, raw.text()) : undefined);
-    return this.#send("once", async (conn) => {
+    return this.send("once", async (conn) => {
       const call = conn.execute(
         {
           type: "execute",
@@ -229,7 +229,7 @@ export class RemoteSession implements Session {
           stream: Boolean(output || onDisplay),
           live_limit: options.liveLimit,
           spec: this.setup.spec,
-          known: this.#used,
+          known: this.used,
           filename: options.filename,
           detach: detach || undefined,
           host_bridge: onHostRequest ? true : undefined,
@@ -248,7 +248,7 @@ export class RemoteSession implements Session {
       signal?.addEventListener("abort", onAbort, { once: true });
       try {
         const result = await call;
-        this.#used = true;
+        this.used = true;
         return result;
       } finally {
         signal?.removeEventListener("abort", onAbort);
@@ -257,37 +257,37 @@ export class RemoteSession implements Session {
   }
 
   variables(): Promise<Record<string, string>> {
-    return this.#send("safe", (c) => c.call({ type: "variables", session: this.id, spec: this.setup.spec }));
+    return this.send("safe", (c) => c.call({ type: "variables", session: this.id, spec: this.setup.spec }));
   }
 
   inspect(name: string): Promise<InspectInfo> {
-    return this.#send("safe", (c) => c.call({ type: "inspect", session: this.id, name, spec: this.setup.spec }));
+    return this.send("safe", (c) => c.call({ type: "inspect", session: this.id, name, spec: this.setup.spec }));
   }
 
   async reset(): Promise<void> {
-    await this.#send("safe", (c) => c.call({ type: "reset", session: this.id, spec: this.setup.spec }));
+    await this.send("safe", (c) => c.call({ type: "reset", session: this.id, spec: this.setup.spec }));
   }
 
   async interrupt(): Promise<void> {
-    await this.#send("once", (c) => c.call({ type: "interrupt", session: this.id }));
+    await this.send("once", (c) => c.call({ type: "interrupt", session: this.id }));
   }
 
   complete(code: string, cursor?: number): Promise<string[]> {
-    return this.#send("safe", (c) => c.call({ type: "complete", session: this.id, code, cursor, spec: this.setup.spec }));
+    return this.send("safe", (c) => c.call({ type: "complete", session: this.id, code, cursor, spec: this.setup.spec }));
   }
 
   isComplete(code: string): Promise<{ status: CompletenessStatus; indent: string }> {
-    return this.#send("safe", (c) => c.call({ type: "is_complete", session: this.id, code, spec: this.setup.spec }));
+    return this.send("safe", (c) => c.call({ type: "is_complete", session: this.id, code, spec: this.setup.spec }));
   }
 
   /** `timeoutMs`: this call's deadline instead of the session's. */
   snapshot(path?: string, options: { timeoutMs?: number } = {}): Promise<SnapshotReport> {
-    return this.#send("once", (c) => c.call({ type: "snapshot", session: this.id, path, timeout_ms: options.timeoutMs, spec: this.setup.spec }));
+    return this.send("once", (c) => c.call({ type: "snapshot", session: this.id, path, timeout_ms: options.timeoutMs, spec: this.setup.spec }));
   }
 
   /** `timeoutMs`: this call's deadline instead of the session's (a large file, a slow link). */
   restore(path?: string, options: { timeoutMs?: number } = {}): Promise<RestoreReport> {
-    return this.#send("once", (c) => c.call({ type: "restore", session: this.id, path, timeout_ms: options.timeoutMs, spec: this.setup.spec }));
+    return this.send("once", (c) => c.call({ type: "restore", session: this.id, path, timeout_ms: options.timeoutMs, spec: this.setup.spec }));
   }
 
   /**
@@ -295,8 +295,8 @@ export class RemoteSession implements Session {
    * with session_closed, and so does a call still waiting for its answer (a detached cell runs on).
    */
   async close(): Promise<void> {
-    this.#closed = true;
-    this.conn.close(this.#closedError());
+    this.closed = true;
+    this.conn.close(this.closedError());
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -304,39 +304,39 @@ export class RemoteSession implements Session {
   }
 
   /** Sends a call on the current connection, replacing it first when it is gone, and again when it may. */
-  async #send<T>(repeat: Repeat, request: (conn: SupervisorConnection) => Promise<T>): Promise<T> {
-    this.#refuseIfClosed();
-    if (this.conn.closed || this.#stale) await this.#reconnect();
+  private async send<T>(repeat: Repeat, request: (conn: SupervisorConnection) => Promise<T>): Promise<T> {
+    this.refuseIfClosed();
+    if (this.conn.closed || this.stale) await this.reconnect();
     const conn = this.conn;
     try {
       return await request(conn);
     } catch (err) {
       const cutOff = this.setup.resendSafeCalls && err instanceof AwreplError && err.code === "supervisor_unreachable";
-      if (cutOff) this.#stale = true;
+      if (cutOff) this.stale = true;
       if (!conn.neverRan(err) && !(cutOff && repeat === "safe")) throw err;
-      await this.#reconnect();
+      await this.reconnect();
       return request(this.conn);
     }
   }
 
-  async #reconnect(): Promise<void> {
+  private async reconnect(): Promise<void> {
     this.conn.close();
     const conn = (await connectSupervisor(this.setup.layout, { autostart: true, env: this.setup.env })) as SupervisorConnection;
     // close() came while connecting: a connection kept now would hold the process open, unused.
-    if (this.#closed) {
+    if (this.closed) {
       conn.close();
-      this.#refuseIfClosed();
+      this.refuseIfClosed();
     }
     this.conn = conn;
     this.conn.onNotice = this.setup.onNotice;
-    this.#stale = false;
+    this.stale = false;
   }
 
-  #refuseIfClosed(): void {
-    if (this.#closed) throw this.#closedError();
+  private refuseIfClosed(): void {
+    if (this.closed) throw this.closedError();
   }
 
-  #closedError(): AwreplError {
+  private closedError(): AwreplError {
     const name = JSON.stringify(this.id);
     return new AwreplError(
       "session_closed",

@@ -36,22 +36,22 @@ type Pending = { resolve(value: unknown): void; reject(error: Error): void; stre
 type Outgoing<R extends ClientRequest = ClientRequest> = R extends unknown ? Omit<R, "id"> : never;
 
 export class SupervisorConnection {
-  #state: ConnectionState = "greeting";
+  private phase: ConnectionState = "greeting";
   /** The state the connection was in when it closed. */
-  #closedWhile: ConnectionState | null = null;
-  #closedError: AwreplError | null = null;
-  #nextId = 1;
-  readonly #pending = new Map<RequestId, Pending>();
-  #line: LineConnection | null = null;
-  #helloWaiter: { resolve(h: HelloReply): void; reject(e: Error): void } | null = null;
+  private closedWhile: ConnectionState | null = null;
+  private closedError: AwreplError | null = null;
+  private nextId = 1;
+  private readonly pending = new Map<RequestId, Pending>();
+  private line: LineConnection | null = null;
+  private helloWaiter: { resolve(h: HelloReply): void; reject(e: Error): void } | null = null;
   /** What every request but stop fails with once the hello said the versions differ. */
-  #mismatch: AwreplError | null = null;
-  #wedged = false;
+  private mismatch: AwreplError | null = null;
+  private helloMissed = false;
   /**
    * An error the supervisor sent without an id (it could not read the request it answers), kept as the
    * reason if the connection then closes: a request too large is said this way just before the close.
    */
-  #lastWords: AwreplError | null = null;
+  private lastWords: AwreplError | null = null;
   /** The supervisor's hello; rejects if the connection closes first. */
   readonly hello: Promise<HelloReply>;
   /** Hears an `ok` reply's `notice` (the caller asked a live session for something it keeps). */
@@ -59,7 +59,7 @@ export class SupervisorConnection {
 
   private constructor(readonly layout: HomeLayout) {
     this.hello = new Promise((resolve, reject) => {
-      this.#helloWaiter = { resolve, reject };
+      this.helloWaiter = { resolve, reject };
     });
     this.hello.catch(() => {});
   }
@@ -73,10 +73,10 @@ export class SupervisorConnection {
   static async connect(layout: HomeLayout, options: { build?: boolean } = {}): Promise<SupervisorConnection | null> {
     const conn = new SupervisorConnection(layout);
     try {
-      conn.#line = await connectLines(layout.socket, {
-        onLine: (text) => conn.#onLine(text),
-        onLineBytes: (bytes) => conn.#onLineBytes(bytes),
-        onClose: (error) => conn.#onClose(error),
+      conn.line = await connectLines(layout.socket, {
+        onLine: (text) => conn.onLine(text),
+        onLineBytes: (bytes) => conn.onLineBytes(bytes),
+        onClose: (error) => conn.onClose(error),
       });
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
@@ -84,28 +84,28 @@ export class SupervisorConnection {
       throw new AwreplError("supervisor_unreachable", `Cannot connect to the supervisor at ${layout.socket}: ${(err as Error).message}`);
     }
     // `op` too: a supervisor of protocol 1 reads that (the compatibility rule of docs/supervisor-protocol.md).
-    conn.#line.write(JSON.stringify({ type: "hello", op: "hello", protocol: SUPERVISOR_PROTOCOL, version: AWREPL_VERSION, build: options.build === false ? undefined : buildId() }));
+    conn.line.write(JSON.stringify({ type: "hello", op: "hello", protocol: SUPERVISOR_PROTOCOL, version: AWREPL_VERSION, build: options.build === false ? undefined : buildId() }));
     // A supervisor that accepts but never answers (stopped, wedged) must not hang every client. (A
     // hello that fails otherwise, the connection closing, is said by #fail already.)
     deadline(conn.hello, HELLO_TIMEOUT_MS, "the supervisor's hello", { unref: true }).catch((err) => {
-      if (!(err instanceof DeadlineError) || conn.#state !== "greeting") return;
-      conn.#wedged = true;
-      conn.#fail(new AwreplError("supervisor_unreachable", `The supervisor did not answer within ${HELLO_TIMEOUT_MS / 1000} s; see its log: ${layout.log}`));
+      if (!(err instanceof DeadlineError) || conn.phase !== "greeting") return;
+      conn.helloMissed = true;
+      conn.fail(new AwreplError("supervisor_unreachable", `The supervisor did not answer within ${HELLO_TIMEOUT_MS / 1000} s; see its log: ${layout.log}`));
     });
     return conn;
   }
 
   get state(): ConnectionState {
-    return this.#state;
+    return this.phase;
   }
 
   get closed(): boolean {
-    return this.#state === "closed";
+    return this.phase === "closed";
   }
 
   /** The supervisor accepted the connection but did not answer hello in time (stopped, wedged). */
   get wedged(): boolean {
-    return this.#wedged;
+    return this.helloMissed;
   }
 
   /**
@@ -116,25 +116,25 @@ export class SupervisorConnection {
   neverRan(error: unknown): boolean {
     const code = error instanceof AwreplError ? error.code : undefined;
     if (code === "version_mismatch") return true;
-    return code === "supervisor_unreachable" && this.#closedWhile === "greeting" && !this.#wedged;
+    return code === "supervisor_unreachable" && this.closedWhile === "greeting" && !this.helloMissed;
   }
 
   /** Sends a request whose answer is an `ok` reply; `id` is the request's (for a `cancel` of it). */
   call<K extends keyof OkValue>(request: Outgoing & { type: K }): Promise<OkValue[K]> & { id: RequestId } {
-    const id = this.#nextId;
-    return Object.assign(this.#send(request) as Promise<OkValue[K]>, { id });
+    const id = this.nextId;
+    return Object.assign(this.send(request) as Promise<OkValue[K]>, { id });
   }
 
   /** Sends an execute request; its live output and display items go to `stream` until the result arrives. */
   execute(request: Outgoing & { type: "execute" }, stream?: StreamHandlers): Promise<ExecResult> & { id: RequestId } {
-    const id = this.#nextId;
-    const promise = this.#send(request, stream) as Promise<ExecResult>;
+    const id = this.nextId;
+    const promise = this.send(request, stream) as Promise<ExecResult>;
     return Object.assign(promise, { id });
   }
 
   /** Fire-and-forget: no reply is awaited (cancel on abort, stop). */
   notify(request: Outgoing): void {
-    this.#send(request).catch(() => {});
+    this.send(request).catch(() => {});
   }
 
   /**
@@ -144,48 +144,48 @@ export class SupervisorConnection {
    * write on Node and Deno, which fails with "write after end" instead).
    */
   close(reason?: AwreplError): void {
-    if (reason) this.#fail(reason);
-    else this.#line?.close();
+    if (reason) this.fail(reason);
+    else this.line?.close();
   }
 
-  #send(request: Outgoing, stream?: StreamHandlers): Promise<unknown> {
-    if (this.#closedError) return Promise.reject(this.#closedError);
-    if (this.#mismatch && request.type !== "stop") return Promise.reject(this.#mismatch);
-    const id = this.#nextId++;
+  private send(request: Outgoing, stream?: StreamHandlers): Promise<unknown> {
+    if (this.closedError) return Promise.reject(this.closedError);
+    if (this.mismatch && request.type !== "stop") return Promise.reject(this.mismatch);
+    const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      this.#pending.set(id, { resolve, reject, stream });
-      this.#line?.write(JSON.stringify({ ...request, id }));
+      this.pending.set(id, { resolve, reject, stream });
+      this.line?.write(JSON.stringify({ ...request, id }));
     });
   }
 
   /** A live-output line, read without decoding its text (a cell printing 100 MB sends 11,000). */
-  #onLineBytes(bytes: Uint8Array): boolean {
+  private onLineBytes(bytes: Uint8Array): boolean {
     const frame = readReplyFrame(bytes);
     if (!frame) return false;
-    const pending = this.#pending.get(frame.id);
+    const pending = this.pending.get(frame.id);
     if (!pending) return true; // a reply for a request we gave up on
     pending.stream?.output?.(frame.stream, frame.raw);
     return true;
   }
 
-  #onLine(text: string): void {
+  private onLine(text: string): void {
     let reply: SupervisorReply;
     try {
       reply = JSON.parse(text) as SupervisorReply;
     } catch {
-      this.#fail(new AwreplError("protocol", `The supervisor sent a line that is not JSON: ${text.slice(0, 80)}`));
+      this.fail(new AwreplError("protocol", `The supervisor sent a line that is not JSON: ${text.slice(0, 80)}`));
       return;
     }
     // A supervisor of protocol 1 spells the hello reply's event `type`.
     if (reply.event === "hello" || (reply as { type?: unknown }).type === "hello") {
-      this.#onHello(reply as HelloReply);
+      this.onHello(reply as HelloReply);
       return;
     }
     if (reply.event === "error" && reply.id === null) {
-      this.#lastWords = new AwreplError(isErrorCode(reply.code) ? reply.code : "internal", reply.message);
+      this.lastWords = new AwreplError(isErrorCode(reply.code) ? reply.code : "internal", reply.message);
       return;
     }
-    const pending = reply.id === null ? undefined : this.#pending.get(reply.id);
+    const pending = reply.id === null ? undefined : this.pending.get(reply.id);
     if (!pending) return; // a reply for a request we gave up on
     switch (reply.event) {
       case "stdout":
@@ -200,61 +200,61 @@ export class SupervisorConnection {
         pending.stream?.hostRequest?.(reply.host_id, reply.data);
         return;
       case "result":
-        this.#pending.delete(reply.id);
+        this.pending.delete(reply.id);
         pending.resolve(reply.result);
         return;
       case "ok":
-        this.#pending.delete(reply.id as RequestId);
+        this.pending.delete(reply.id as RequestId);
         if (reply.notice) this.onNotice?.(reply.notice);
         pending.resolve(reply.value);
         return;
       case "error":
-        this.#pending.delete(reply.id as RequestId);
+        this.pending.delete(reply.id as RequestId);
         pending.reject(new AwreplError(isErrorCode(reply.code) ? reply.code : "internal", reply.message));
         return;
     }
   }
 
-  #onHello(hello: HelloReply): void {
-    if (this.#state !== "greeting") return;
-    if (hello.ok) this.#state = "ready";
+  private onHello(hello: HelloReply): void {
+    if (this.phase !== "greeting") return;
+    if (hello.ok) this.phase = "ready";
     else {
       // Whatever another version answers to the requests already written, none of them ran: fail
       // them here, in words this version knows.
-      this.#state = "mismatch";
-      this.#mismatch = new AwreplError(
+      this.phase = "mismatch";
+      this.mismatch = new AwreplError(
         "version_mismatch",
         `The supervisor is awrepl ${hello.version} (protocol ${hello.protocol}); this is awrepl ${AWREPL_VERSION} (protocol ${SUPERVISOR_PROTOCOL})`,
       );
-      this.#rejectPending(this.#mismatch);
+      this.rejectPending(this.mismatch);
     }
-    this.#helloWaiter?.resolve(hello);
-    this.#helloWaiter = null;
+    this.helloWaiter?.resolve(hello);
+    this.helloWaiter = null;
   }
 
-  #onClose(error?: Error): void {
-    if (this.#lastWords) {
-      this.#fail(this.#lastWords);
+  private onClose(error?: Error): void {
+    if (this.lastWords) {
+      this.fail(this.lastWords);
       return;
     }
     const why = error ? `: ${error.message}` : "";
-    this.#fail(new AwreplError("supervisor_unreachable", `The supervisor closed the connection${why} (its log: ${this.layout.log})`));
+    this.fail(new AwreplError("supervisor_unreachable", `The supervisor closed the connection${why} (its log: ${this.layout.log})`));
   }
 
   /** Ends the connection: the hello (if unanswered) and every pending request fail with `error`. */
-  #fail(error: AwreplError): void {
-    if (this.#closedError) return;
-    this.#closedError = error;
-    this.#closedWhile = this.#state;
-    this.#state = "closed";
-    this.#helloWaiter?.reject(error);
-    this.#helloWaiter = null;
-    this.#rejectPending(error);
-    this.#line?.close();
+  private fail(error: AwreplError): void {
+    if (this.closedError) return;
+    this.closedError = error;
+    this.closedWhile = this.phase;
+    this.phase = "closed";
+    this.helloWaiter?.reject(error);
+    this.helloWaiter = null;
+    this.rejectPending(error);
+    this.line?.close();
   }
 
-  #rejectPending(error: Error): void {
-    for (const p of this.#pending.values()) p.reject(error);
-    this.#pending.clear();
+  private rejectPending(error: Error): void {
+    for (const p of this.pending.values()) p.reject(error);
+    this.pending.clear();
   }
 }

@@ -19,10 +19,10 @@ export type HelloState = "pending" | "ok" | "mismatch";
 export class ClientConnection {
   hello: HelloState = "pending";
   /** Reply lines waiting for this turn's write: JSON text, or the pieces of a forwarded output frame. */
-  #outbox: (string | Uint8Array[])[] = [];
-  #outboxBytes = 0;
+  private outbox: (string | Uint8Array[])[] = [];
+  private outboxBytes = 0;
   /** Live output bytes dropped because the client read too slowly (said once it catches up). */
-  #dropped = 0;
+  private dropped = 0;
 
   constructor(private readonly socket: Socket) {}
 
@@ -36,7 +36,7 @@ export class ClientConnection {
   reply(message: SupervisorReply): void {
     if (this.socket.destroyed || !this.socket.writable) return;
     const line = this.encode(message);
-    this.#queue(line, line.length);
+    this.queue(line, line.length);
   }
 
   error(id: RequestId | null, error: AwreplError): void {
@@ -45,19 +45,19 @@ export class ClientConnection {
 
   /** Live output, forwarded in the runtime's frame with the text's bytes as the worker wrote them. */
   output(stream: "stdout" | "stderr", id: RequestId, raw: RawText): void {
-    if (this.#backlogged()) {
-      this.#dropped += raw.bytes;
+    if (this.backlogged()) {
+      this.dropped += raw.bytes;
       return;
     }
-    this.#noteDropped(id);
+    this.noteDropped(id);
     // The pieces are copied once, in #flush(), this turn: the text's bytes are still the worker's chunk.
     const { pieces, bytes } = outputFramePieces(stream, id, raw);
-    this.#queue(pieces, bytes);
+    this.queue(pieces, bytes);
   }
 
   /** A live display item: dropped (not counted: the result carries every one) while backlogged. */
   display(id: RequestId, item: DisplayItem): void {
-    if (!this.#backlogged()) this.reply({ event: "display", id, item });
+    if (!this.backlogged()) this.reply({ event: "display", id, item });
   }
 
   /** Half-closes: what is queued still goes out. */
@@ -65,28 +65,28 @@ export class ClientConnection {
     this.socket.end();
   }
 
-  #backlogged(): boolean {
-    return this.socket.writableLength + this.#outboxBytes > MAX_BACKLOG_BYTES;
+  private backlogged(): boolean {
+    return this.socket.writableLength + this.outboxBytes > MAX_BACKLOG_BYTES;
   }
 
   /** Says how much live output a slow client missed, once it reads again. */
-  #noteDropped(id: RequestId): void {
-    if (this.#dropped === 0) return;
-    const note = `\n[awrepl: ${this.#dropped} bytes of live output not shown: the client read too slowly]\n`;
-    this.#dropped = 0;
+  private noteDropped(id: RequestId): void {
+    if (this.dropped === 0) return;
+    const note = `\n[awrepl: ${this.dropped} bytes of live output not shown: the client read too slowly]\n`;
+    this.dropped = 0;
     this.reply({ event: "stderr", id, text: note });
   }
 
-  #queue(line: string | Uint8Array[], bytes: number): void {
-    this.#outbox.push(line);
-    this.#outboxBytes += bytes;
-    if (this.#outbox.length === 1) queueMicrotask(() => this.#flush());
+  private queue(line: string | Uint8Array[], bytes: number): void {
+    this.outbox.push(line);
+    this.outboxBytes += bytes;
+    if (this.outbox.length === 1) queueMicrotask(() => this.flush());
   }
 
-  #flush(): void {
-    const lines = this.#outbox;
-    this.#outbox = [];
-    this.#outboxBytes = 0;
+  private flush(): void {
+    const lines = this.outbox;
+    this.outbox = [];
+    this.outboxBytes = 0;
     if (lines.length === 0 || this.socket.destroyed || !this.socket.writable) return;
     if (lines.every((l) => typeof l === "string")) {
       this.socket.write(lines.join("\n") + "\n");

@@ -238,10 +238,10 @@ async function execute(
  * still unanswered when the cell ends get an error (the runtime drops a reply for a finished cell).
  */
 class HostRequests {
-  #next = 0;
-  readonly #waiting = new Map<string, (data: Record<string, unknown>) => void>();
+  private next = 0;
+  private readonly waiting = new Map<string, (data: Record<string, unknown>) => void>();
   /** Why nobody answers any more (the cell ended, or its client went away): later requests get it at once. */
-  #over: string | null = null;
+  private over: string | null = null;
 
   constructor(
     private readonly client: ClientConnection,
@@ -249,28 +249,28 @@ class HostRequests {
   ) {}
 
   ask(data: Record<string, unknown>): Promise<Record<string, unknown>> {
-    if (this.#over !== null) return Promise.resolve({ error: this.#over });
-    const hostId = String(++this.#next);
+    if (this.over !== null) return Promise.resolve({ error: this.over });
+    const hostId = String(++this.next);
     return new Promise((resolve) => {
-      this.#waiting.set(hostId, resolve);
+      this.waiting.set(hostId, resolve);
       this.client.reply({ event: "host_request", id: this.id, host_id: hostId, data });
     });
   }
 
   /** False when nothing waits for `hostId` (answered already, or the cell ended). */
   answer(hostId: string, data: Record<string, unknown>): boolean {
-    const resolve = this.#waiting.get(hostId);
+    const resolve = this.waiting.get(hostId);
     if (!resolve) return false;
-    this.#waiting.delete(hostId);
+    this.waiting.delete(hostId);
     resolve(data);
     return true;
   }
 
   /** Answers every request still waiting with an error saying `why` nobody will. */
   end(why = "the cell ended before its host answered"): void {
-    this.#over = why;
-    for (const resolve of this.#waiting.values()) resolve({ error: why });
-    this.#waiting.clear();
+    this.over = why;
+    for (const resolve of this.waiting.values()) resolve({ error: why });
+    this.waiting.clear();
   }
 }
 

@@ -33,34 +33,34 @@ export type LifecycleHost = {
 };
 
 export class Lifecycle {
-  #socket: OwnedSocket | null = null;
-  #idleTimer: ReturnType<typeof setTimeout> | null = null;
-  #stopping: Promise<void> | null = null;
+  private socket: OwnedSocket | null = null;
+  private idleTimer: ReturnType<typeof setTimeout> | null = null;
+  private stopRun: Promise<void> | null = null;
   /** The stop's snapshot phase: what every session's state came to (a waiting `stop` request gets it). */
-  #snapshotted: Promise<StopSnapshot[]> | null = null;
+  private snapshotted: Promise<StopSnapshot[]> | null = null;
   /** parkIdleSessions is running. */
-  #parking = false;
-  #finished: (code: number) => void = () => {};
+  private parking = false;
+  private finished: (code: number) => void = () => {};
 
   constructor(private readonly host: LifecycleHost) {}
 
   /** True once a stop has begun: requests are refused from then on. */
   get stopping(): boolean {
-    return this.#stopping !== null;
+    return this.stopRun !== null;
   }
 
   /** Watches signals, the socket and idleness; resolves the exit status once the supervisor has stopped. */
   run(socket: OwnedSocket): Promise<number> {
-    this.#socket = socket;
+    this.socket = socket;
     const done = new Promise<number>((resolve) => {
-      this.#finished = resolve;
+      this.finished = resolve;
     });
     for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
       process.on(signal, () => void this.stop(`received ${signal}`));
     }
-    setInterval(() => this.#checkSocket(), SOCKET_CHECK_MS).unref();
+    setInterval(() => this.checkSocket(), SOCKET_CHECK_MS).unref();
     const sessionIdle = this.host.config.sessionIdleMs;
-    if (sessionIdle > 0) setInterval(() => void this.#parkIdleSessions(), Math.min(60_000, Math.max(250, sessionIdle / 4))).unref();
+    if (sessionIdle > 0) setInterval(() => void this.parkIdleSessions(), Math.min(60_000, Math.max(250, sessionIdle / 4))).unref();
     this.checkIdle();
     return done;
   }
@@ -70,12 +70,12 @@ export class Lifecycle {
     const { sessions, connections, config } = this.host;
     const idle = sessions.size === 0 && connections.size === 0 && config.idleExitMs > 0;
     if (!idle) {
-      if (this.#idleTimer) clearTimeout(this.#idleTimer);
-      this.#idleTimer = null;
+      if (this.idleTimer) clearTimeout(this.idleTimer);
+      this.idleTimer = null;
       return;
     }
-    this.#idleTimer ??= setTimeout(() => {
-      this.#idleTimer = null;
+    this.idleTimer ??= setTimeout(() => {
+      this.idleTimer = null;
       if (sessions.size === 0 && connections.size === 0) void this.stop(`idle for ${config.idleExitMs} ms`);
     }, config.idleExitMs);
   }
@@ -85,22 +85,22 @@ export class Lifecycle {
    * worker, ends every worker, then resolves run()'s promise. Resolves (early) with what became of
    * every session's state, once the snapshots are done and before the workers end, so a waiting
    * client hears it. `orphaned`: the socket path is no longer ours, so another supervisor may hold
-   * these names now (see #mayOverwriteSnapshot).
+   * these names now (see mayOverwriteSnapshot).
    */
   stop(reason: string, orphaned = false): Promise<StopSnapshot[]> {
-    if (this.#snapshotted) return this.#snapshotted;
+    if (this.snapshotted) return this.snapshotted;
     let snapshotted: (outcomes: StopSnapshot[]) => void = () => {};
-    this.#snapshotted = new Promise((resolve) => (snapshotted = resolve));
-    this.#stopping = (async () => {
+    this.snapshotted = new Promise((resolve) => (snapshotted = resolve));
+    this.stopRun = (async () => {
       const { sessions, spares, connections, log, layout } = this.host;
       log(`stopping: ${reason}`);
-      if (this.#idleTimer) clearTimeout(this.#idleTimer);
+      if (this.idleTimer) clearTimeout(this.idleTimer);
       // Unlink first, so a new client starts a new supervisor instead of reaching this one.
-      this.#socket?.close();
+      this.socket?.close();
       // Every planned stop (stop, a client of another version, a signal, idle exit) snapshots first;
       // the next use of a name restores it, and hears it when its state could not be saved.
       const live = sessions.live();
-      const writable = orphaned ? live.filter(([name, session]) => this.#mayOverwriteSnapshot(name, session)) : live;
+      const writable = orphaned ? live.filter(([name, session]) => this.mayOverwriteSnapshot(name, session)) : live;
       const outcomes: StopSnapshot[] = [];
       try {
         outcomes.push(...(await snapshotBeforeStop(writable, log, { home: layout.home, stop: reason })));
@@ -123,33 +123,33 @@ export class Lifecycle {
       });
       for (const conn of connections) conn.end();
       log("stopped");
-      this.#finished(0);
+      this.finished(0);
     })();
-    return this.#snapshotted;
+    return this.snapshotted;
   }
 
   /**
    * Sessions with no call for sessionIdleMs are snapshotted and closed, keeping the snapshot: their
    * worker's memory is given back, and the next use of the name restores them.
    */
-  async #parkIdleSessions(): Promise<void> {
-    if (this.#stopping || this.#parking) return;
+  private async parkIdleSessions(): Promise<void> {
+    if (this.stopRun || this.parking) return;
     const { sessions, config, log } = this.host;
-    this.#parking = true;
+    this.parking = true;
     try {
       for (const [name, session] of sessions.idleFor(config.sessionIdleMs)) {
         const [outcome] = await snapshotBeforeStop([[name, session]], log, { home: this.host.layout.home, stop: "parking an idle session", record: false });
         if (!outcome || outcome.status !== "saved") continue; // keep it running rather than lose its state
         if (await sessions.closeIfIdle(name)) log(`session ${name}: closed after ${config.sessionIdleMs} ms idle; its snapshot is kept`);
-        else this.#holdAgain(name); // a call came meanwhile: it runs on, newer than the snapshot
+        else this.holdAgain(name); // a call came meanwhile: it runs on, newer than the snapshot
       }
     } finally {
-      this.#parking = false;
+      this.parking = false;
     }
   }
 
   /** A session whose saved snapshot removed its marker (snapshotBeforeStop) runs on after all: marked again. */
-  #holdAgain(name: string): void {
+  private holdAgain(name: string): void {
     try {
       markHeld(this.host.layout.home, name);
     } catch (err) {
@@ -158,16 +158,16 @@ export class Lifecycle {
   }
 
   /** Another supervisor took the socket path (or it was deleted): nobody can reach us any more. */
-  #checkSocket(): void {
-    if (this.#stopping || !this.#socket || this.#socket.stillOurs()) return;
-    void this.stop(`socket ${this.#socket.path} was removed or replaced`, true);
+  private checkSocket(): void {
+    if (this.stopRun || !this.socket || this.socket.stillOurs()) return;
+    void this.stop(`socket ${this.socket.path} was removed or replaced`, true);
   }
 
   /**
    * Once orphaned, a name's default snapshot is written only when the one on disk is older than this
    * session's last activity (nobody wrote a newer state since), never over a newer one.
    */
-  #mayOverwriteSnapshot(name: string, session: ReplSession): boolean {
+  private mayOverwriteSnapshot(name: string, session: ReplSession): boolean {
     const mtime = statSync(defaultSnapshotPath(this.host.layout.home, name), { throwIfNoEntry: false })?.mtimeMs;
     if (mtime === undefined || mtime < session.lastActiveAt) return true;
     this.host.log(`session ${name}: not snapshotted: the snapshot on disk is newer than this session's last call (another supervisor owns the name now)`);

@@ -11,7 +11,7 @@ export class Terminal {
   readonly stderr: NodeJS.WritableStream;
   readonly style: Style;
   atLineStart = true;
-  #muted = false;
+  private muted = false;
 
   constructor(stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream, style: Style) {
     this.stdout = stdout;
@@ -20,20 +20,20 @@ export class Terminal {
   }
 
   out(text: string): void {
-    this.#write(this.stdout, text);
+    this.write(this.stdout, text);
   }
 
   err(text: string): void {
-    this.#write(this.stderr, text);
+    this.write(this.stderr, text);
   }
 
   /** Nothing more is written (the process is ending: its reader went away, or it was killed). */
   mute(): void {
-    this.#muted = true;
+    this.muted = true;
   }
 
-  #write(stream: NodeJS.WritableStream, text: string): void {
-    if (text === "" || this.#muted) return;
+  private write(stream: NodeJS.WritableStream, text: string): void {
+    if (text === "" || this.muted) return;
     this.atLineStart = text.endsWith("\n");
     stream.write(text); // main() waits for every write to reach the OS before exiting (lib/cli/stdio.ts)
   }

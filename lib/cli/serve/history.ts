@@ -19,8 +19,8 @@ export function historyPath(home: string, session: string | undefined): string {
 export class HistoryFile {
   readonly path: string;
   readonly limit: number;
-  #last: string | undefined;
-  #failed = false;
+  private last: string | undefined;
+  private failed = false;
 
   constructor(path: string, limit = HISTORY_LIMIT) {
     this.path = path;
@@ -36,24 +36,24 @@ export class HistoryFile {
       return []; // no history yet, or unreadable: the REPL works without it
     }
     const kept = lines.slice(-this.limit);
-    if (lines.length > 2 * this.limit) this.#compact(kept);
-    this.#last = kept.at(-1);
+    if (lines.length > 2 * this.limit) this.compact(kept);
+    this.last = kept.at(-1);
     return kept.reverse();
   }
 
   /** Records one entered line; blank lines and an immediate repeat are skipped, as readline does. */
   append(line: string): void {
-    if (this.#failed || line.trim() === "" || line === this.#last || line.includes("\n")) return;
-    this.#last = line;
+    if (this.failed || line.trim() === "" || line === this.last || line.includes("\n")) return;
+    this.last = line;
     try {
       ensurePrivateDir(join(this.path, ".."));
       appendFileSync(this.path, `${line}\n`, { mode: 0o600 });
     } catch {
-      this.#failed = true; // a read-only or full disk must not break the session; stop trying
+      this.failed = true; // a read-only or full disk must not break the session; stop trying
     }
   }
 
-  #compact(kept: string[]): void {
+  private compact(kept: string[]): void {
     try {
       writeFileAtomic(this.path, kept.map((line) => `${line}\n`).join(""));
     } catch {

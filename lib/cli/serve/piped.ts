@@ -25,51 +25,51 @@ export type PipedOptions = {
  * it, if it is complete then. End of input (flush()) ends it too.
  */
 export class StatementSplitter {
-  readonly #check: (code: string) => Promise<{ status: string }>;
-  #lines: string[] = [];
-  /** Blank or comment-only lines after #lines, not yet known to belong to its statement. */
-  #held: string[] = [];
+  private readonly check: (code: string) => Promise<{ status: string }>;
+  private lines: string[] = [];
+  /** Blank or comment-only lines after `lines`, not yet known to belong to its statement. */
+  private held: string[] = [];
 
   constructor(check: (code: string) => Promise<{ status: string }>) {
-    this.#check = check;
+    this.check = check;
   }
 
   get pending(): boolean {
-    return this.#lines.length > 0;
+    return this.lines.length > 0;
   }
 
   async push(line: string): Promise<string[]> {
     const ready: string[] = [];
     const blank = line.trim() === "";
-    if (this.#lines.length === 0) {
+    if (this.lines.length === 0) {
       if (blank) return ready;
       if (isMetaCommand(line)) return [line];
     } else if (isSkippedLine(line)) {
-      this.#held.push(blank ? "" : line);
+      this.held.push(blank ? "" : line);
       return ready;
     } else if (!continuesBlock(line)) {
       // A new statement at column 0 ends the one above if that one is complete once ended; the blank
       // and comment lines between them belong to neither and are dropped.
-      if ((await this.#check(`${cellText(this.#lines)}\n`)).status === "complete") {
-        ready.push(this.#take());
+      if ((await this.check(`${cellText(this.lines)}\n`)).status === "complete") {
+        ready.push(this.take());
         if (isMetaCommand(line)) return [...ready, line];
       }
     }
-    this.#lines.push(...this.#held, line);
-    this.#held = [];
-    if ((await this.#check(cellText(this.#lines))).status !== "incomplete") ready.push(this.#take());
+    this.lines.push(...this.held, line);
+    this.held = [];
+    if ((await this.check(cellText(this.lines))).status !== "incomplete") ready.push(this.take());
     return ready;
   }
 
   /** End of input: whatever is left is one last statement (an unfinished one shows its SyntaxError). */
   flush(): string | null {
-    return this.#lines.length ? this.#take() : null;
+    return this.lines.length ? this.take() : null;
   }
 
-  #take(): string {
-    const code = this.#lines.join("\n").replace(/\n+$/, "");
-    this.#lines = [];
-    this.#held = [];
+  private take(): string {
+    const code = this.lines.join("\n").replace(/\n+$/, "");
+    this.lines = [];
+    this.held = [];
     return code;
   }
 }
