@@ -7,7 +7,7 @@
 // source goes over its stdin.
 import { execFile } from "node:child_process";
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from "node:fs";
-import { writeFileAtomic } from "../core/files.ts";
+import { readHead, writeFileAtomic } from "../core/files.ts";
 import { basename, delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { AwreplError } from "../core/errors.ts";
 import { ensurePrivateDir } from "../settings/home.ts";
@@ -262,26 +262,18 @@ export function versionSelectors(shim: string, cwd: string, env: NodeJS.ProcessE
   const nearest = nearestVersionSelector(cwd);
   if (nearest) {
     const dir = dirname(nearest);
-    parts.push(dir, ...[".python-version", ".tool-versions"].map((f) => readSmall(join(dir, f))).filter((t) => t !== null));
+    parts.push(dir, ...[".python-version", ".tool-versions"].map((f) => readHead(join(dir, f))).filter((t) => t !== null));
   }
   const pyenvRoot = env.PYENV_ROOT ?? (basename(dirname(shim)) === "shims" ? dirname(dirname(shim)) : undefined);
-  if (pyenvRoot) parts.push(readSmall(join(pyenvRoot, "version")) ?? "");
+  if (pyenvRoot) parts.push(readHead(join(pyenvRoot, "version")) ?? "");
   return parts.join("\0");
 }
 
 /** The nearest `.python-version` or `.tool-versions` from `cwd` upwards (the first of the two in the nearest directory), or null. */
 function nearestVersionSelector(cwd: string): string | null {
   for (let dir = resolve(cwd);; dir = dirname(dir)) {
-    for (const f of [".python-version", ".tool-versions"]) if (readSmall(join(dir, f)) !== null) return join(dir, f);
+    for (const f of [".python-version", ".tool-versions"]) if (readHead(join(dir, f)) !== null) return join(dir, f);
     if (dirname(dir) === dir) return null;
-  }
-}
-
-function readSmall(file: string): string | null {
-  try {
-    return readFileSync(file, "utf8").slice(0, 4096);
-  } catch {
-    return null;
   }
 }
 

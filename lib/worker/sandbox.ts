@@ -19,9 +19,10 @@
 // before --clearenv would apply), so no --clearenv/--setenv at all.
 //
 // Other platforms are refused: macOS's sandbox-exec is deprecated and not supported yet.
-import { accessSync, constants, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync } from "node:fs";
+import { accessSync, constants, existsSync, lstatSync, mkdirSync, readdirSync, readlinkSync, realpathSync, statSync } from "node:fs";
 import { basename, delimiter, dirname, isAbsolute, join, resolve, sep } from "node:path";
 import { AwreplError } from "../core/errors.ts";
+import { readHead } from "../core/files.ts";
 import type { SandboxProfile } from "../protocol/api.ts";
 
 export type SandboxContext = {
@@ -373,12 +374,12 @@ function gitWritable(git: string, view: WritableView): void {
 /** A `.git` file (a worktree, a submodule) names the repository: read-only too when a writable path holds it. */
 function gitdirOfFile(file: string, writable: string[], view: WritableView): void {
   // Unreadable or malformed: git cannot use it either.
-  const m = /^gitdir:\s*(.+?)\s*$/m.exec(readSmall(file) ?? "");
+  const m = /^gitdir:\s*(.+?)\s*$/m.exec(readHead(file) ?? "");
   const target = m?.[1] ? real(resolve(dirname(file), m[1])) : null;
   if (!target) return;
   protectRepository(target, writable, view);
   // A worktree's gitdir names the main repository in `commondir`: its config and hooks are the ones git runs.
-  const common = /^(.+?)\s*$/.exec(readSmall(join(target, "commondir")) ?? "")?.[1];
+  const common = /^(.+?)\s*$/.exec(readHead(join(target, "commondir")) ?? "")?.[1];
   if (common) {
     const r = real(resolve(target, common));
     if (r) protectRepository(r, writable, view);
@@ -390,14 +391,6 @@ function protectRepository(gitdir: string, writable: string[], view: WritableVie
   if (!root || gitdir === root) return;
   view.pins.push(...ancestorsBetween(root, gitdir));
   view.mounts.push(["--ro-bind", gitdir, gitdir]);
-}
-
-function readSmall(file: string): string | null {
-  try {
-    return readFileSync(file, "utf8").slice(0, 4096);
-  } catch {
-    return null;
-  }
 }
 
 /** The directories strictly between `root` and `path` (which lies under it). */

@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { spawn } from "node:child_process";
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { cleanupHome, PYTHON, requireBwrap, run, tempHome, within } from "../harness/mod.ts";
+import { BWRAP_FLOOR_FLAGS, cleanupHome, PYTHON, requireBwrap, run, tempHome, within } from "../harness/mod.ts";
 
 const SANDBOX = ["--sandbox", "--env", "AWREPL_E2E_HOME"]; // the worker carries the test's mark (leftover check)
 
@@ -157,29 +157,8 @@ while not data.endswith(b"\\n"):
     data += chunk
 print(data.decode().strip())`;
     const bwrap = requireBwrap();
-    const child = spawn(bwrap, [
-      "--unshare-all",
-      "--unshare-user",
-      "--disable-userns",
-      "--cap-drop",
-      "ALL",
-      "--new-session",
-      "--die-with-parent",
-      "--ro-bind",
-      "/",
-      "/",
-      "--dev",
-      "/dev",
-      "--proc",
-      "/proc",
-      "--bind",
-      home,
-      home,
-      "--",
-      PYTHON,
-      "-c",
-      client,
-    ], { stdio: ["ignore", "pipe", "pipe"] });
+    // The default profile's namespaces with the state directory bound in: the mount mistake itself.
+    const child = spawn(bwrap, [...BWRAP_FLOOR_FLAGS, "--bind", home, home, "--", PYTHON, "-c", client], { stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     child.stdout.on("data", (b) => (out += b));
     const code = await within(new Promise<number | null>((r) => child.on("exit", r)), 15_000, "the sandboxed client to finish");
