@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { BINARY, buildBinary } from "../../scripts/build.ts";
 import { PYTHON, ROOT, tempHome } from "./common.ts";
 import { withAnyEnv } from "./procs.ts";
+import { deadline, DeadlineError } from "../../lib/core/deadline.ts";
 
 /** Upper bound for one awrepl command in a test; generous because the machine is shared. */
 export const COMMAND_TIMEOUT_MS = 30_000;
@@ -124,27 +125,24 @@ export async function start(args: string[], options: RunOptions): Promise<Runnin
       resolvePromise({ code, signal, stdout, stderr, ms: performance.now() - began, timedOut });
     });
   });
-  const waitForStdout = (text: string, timeoutMs = COMMAND_TIMEOUT_MS) =>
-    new Promise<void>((resolveWait, reject) => {
-      if (stdout.includes(text)) return resolveWait();
-      const t = setTimeout(
-        () => reject(new Error(`Timed out after ${timeoutMs} ms waiting for ${JSON.stringify(text)}; stdout so far: ${JSON.stringify(stdout)}, stderr: ${JSON.stringify(stderr)}`)),
-        timeoutMs,
-      );
-      waiters.push({
-        text,
-        resolve: () => {
-          clearTimeout(t);
-          resolveWait();
-        },
-      });
+  const waitForStdout = async (text: string, timeoutMs = COMMAND_TIMEOUT_MS): Promise<void> => {
+    if (stdout.includes(text)) return;
+    const waiter = { text, resolve: () => {} };
+    const seen = new Promise<void>((resolveWait, reject) => {
+      waiter.resolve = resolveWait;
+      waiters.push(waiter);
       void result.then(() => {
-        if (!stdout.includes(text)) {
-          clearTimeout(t);
-          reject(new Error(`awrepl exited before printing ${JSON.stringify(text)}; stdout: ${JSON.stringify(stdout)}, stderr: ${JSON.stringify(stderr)}`));
-        }
+        if (!stdout.includes(text)) reject(new Error(`awrepl exited before printing ${JSON.stringify(text)}; stdout: ${JSON.stringify(stdout)}, stderr: ${JSON.stringify(stderr)}`));
       });
     });
+    try {
+      await deadline(seen, timeoutMs, `${JSON.stringify(text)} on stdout`);
+    } catch (err) {
+      if (!(err instanceof DeadlineError)) throw err;
+      if (waiters.includes(waiter)) waiters.splice(waiters.indexOf(waiter), 1);
+      throw new Error(`Timed out after ${timeoutMs} ms waiting for ${JSON.stringify(text)}; stdout so far: ${JSON.stringify(stdout)}, stderr: ${JSON.stringify(stderr)}`);
+    }
+  };
   return { child, waitForStdout, result };
 }
 
@@ -169,10 +167,10 @@ export function processesOf(home: string): number[] {
 
 /** Waits until no process of `home` is alive; returns the ones still alive after `timeoutMs`. */
 export async function waitForNoProcesses(home: string, timeoutMs = 5_000): Promise<number[]> {
-  const deadline = Date.now() + timeoutMs;
+  const until = Date.now() + timeoutMs;
   for (;;) {
     const left = processesOf(home);
-    if (left.length === 0 || Date.now() >= deadline) return left;
+    if (left.length === 0 || Date.now() >= until) return left;
     await Bun.sleep(50);
   }
 }

@@ -5,6 +5,7 @@ import { fileURLToPath } from "node:url";
 import { readFileSync } from "node:fs";
 import { setDefaultTimeout } from "bun:test";
 import { PYTHON } from "./common.ts";
+import { deadline, DeadlineError } from "../../lib/core/deadline.ts";
 
 // Each test spawns real interpreters; on a loaded machine bun's 5 s default is too tight.
 setDefaultTimeout(30_000);
@@ -120,31 +121,34 @@ export class Runtime {
   }
 
   /** Resolves with the first event (from index `from`) matching pred; rejects after timeoutMs. */
-  waitFor(pred: (e: Event) => boolean, timeoutMs = 10_000, from = 0): Promise<Event> {
-    return new Promise((resolve, reject) => {
+  async waitFor(pred: (e: Event) => boolean, timeoutMs = 10_000, from = 0): Promise<Event> {
+    let stopped = false;
+    const found = new Promise<Event>((resolve, reject) => {
       const check = () => {
         for (let k = from; k < this.events.length; k++) {
           if (pred(this.events[k]!)) {
-            clearTimeout(timer);
             resolve(this.events[k]!);
             return true;
           }
         }
         if (this.exitCode !== null || this.exitSignal !== null) {
-          clearTimeout(timer);
           reject(new Error(`runtime exited (${this.exitCode ?? this.exitSignal}) while waiting; stderr: ${this.stderrText}`));
           return true;
         }
-        return false;
+        return stopped;
       };
-      const timer = setTimeout(() => {
-        reject(new Error(`timed out after ${timeoutMs} ms; last events: ${JSON.stringify(this.events.slice(-5))}`));
-      }, timeoutMs);
       const loop = () => {
         if (!check()) this.waiters.push(loop);
       };
       loop();
     });
+    try {
+      return await deadline(found, timeoutMs, "a runtime event");
+    } catch (err) {
+      if (!(err instanceof DeadlineError)) throw err;
+      stopped = true;
+      throw new Error(`timed out after ${timeoutMs} ms; last events: ${JSON.stringify(this.events.slice(-5))}`);
+    }
   }
 
   send(msg: unknown): void {
@@ -188,12 +192,11 @@ export class Runtime {
   }
 
   /** Wait for the process to exit; false on timeout. */
-  async waitExit(timeoutMs: number): Promise<boolean> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const t = new Promise<boolean>((r) => (timer = setTimeout(() => r(false), timeoutMs)));
-    const ok = await Promise.race([this.exited.then(() => true), t]);
-    clearTimeout(timer);
-    return ok;
+  waitExit(timeoutMs: number): Promise<boolean> {
+    return deadline(this.exited.then(() => true), timeoutMs, "the runtime's exit").catch((err) => {
+      if (err instanceof DeadlineError) return false;
+      throw err;
+    });
   }
 
   kill(): void {
