@@ -5,6 +5,7 @@
 //   awrepl-<os>-<arch>[.exe].gz    the same, gzipped: about half the download (install.sh takes it)
 //   install.sh, install.ps1        the installers, their default version set to this release's
 //   SHA256SUMS                     every file above, `HASH  NAME` (sha256sum -c and shasum -c read it)
+//   wheels/                        the Python wheels, one per executable built (scripts/wheels.ts)
 //
 // The flags (docs/architecture.md, "Performance rules"; each measured here):
 //   --bytecode            commander and node:net each cost 10–25 ms per start without it
@@ -113,7 +114,7 @@ function buildLocal(): number {
   return 0;
 }
 
-function buildRelease(): number {
+async function buildRelease(): Promise<number> {
   const dir = join(root, "dist", "release");
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
@@ -131,11 +132,13 @@ function buildRelease(): number {
   }
   const listed = finishRelease(dir);
   console.log(`release: ${RELEASE_TARGETS.length - failed.length}/${RELEASE_TARGETS.length} targets, ${listed.length} files in dist/release/ (sums in SHA256SUMS)`);
+  // The Python wheels, one per executable built, into dist/release/wheels/ (scripts/wheels.ts).
+  const wheelStatus = (await import("./wheels.ts")).writeReleaseWheels(dir, "release: wheels");
   if (failed.length) {
     console.error(`release: not built:\n  ${failed.join("\n  ")}`);
     return 1;
   }
-  return 0;
+  return wheelStatus;
 }
 
 /** The line of each installer that names its default version: the release copy names its own. */
@@ -205,5 +208,5 @@ function recordOrder(): number {
 
 if (import.meta.main) {
   const args = process.argv;
-  process.exit(args.includes("--release") ? buildRelease() : args.includes("--record-order") ? recordOrder() : buildLocal());
+  process.exit(args.includes("--release") ? await buildRelease() : args.includes("--record-order") ? recordOrder() : buildLocal());
 }
