@@ -51,10 +51,13 @@ Requests (host -> runtime); (+) marks awrepl's additions to protocol v3:
   + {"type":"info","id":ID}                    not queued: done + facts {pid, ppid, pgid,
                                                own_group, uid, host, cwd, rss, peak_rss, python,
                                                executable, prefix, base_prefix, watchdog, busy}
-  + {"type":"variables","id":ID}               done + variables {name: "type: repr"} (each repr
-                                               made from a slice of its value: O(the limit))
-  + {"type":"inspect","id":ID,"name":STR}      done + info {type, repr, doc, ...};
-                                               unknown name: status error + reason
+  + {"type":"variables","id":ID,"form":"line"|"repr"?}
+                                               done + variables {name: one line saying what it
+                                               is, or "type: repr" with form "repr"} (made from a
+                                               slice of its value: O(the limit))
+  + {"type":"inspect","id":ID,"name":STR,"full":BOOL?}
+                                               done + info {type, shape, ..., repr, docstring,
+                                               dir, more?}; unknown name: status error + reason
   + {"type":"reset","id":ID}                   fresh namespace
   + {"type":"complete","id":ID,"code":STR,"cursor":INT?}   done + matches [STR]
   + {"type":"is_complete","id":ID,"code":STR}  done.status complete|incomplete|
@@ -83,6 +86,8 @@ brackets, the objects holding the state it owns):
     Requests         the queue, the active request, interrupts [_rq, _cell]
     Errors           tracebacks without runtime frames, the repeat line, call-shape remedies
     Execution        compiling a cell, top-level await, the trailing value, finishing a request
+    Notebook habits  !cmd, %pip, %cd, %env, %time lines, as IPython reads them; the hint for a
+                     missing module
     The loop         the asyncio loop, created lazily; running queued requests [_aio]
     Namespace        the user namespace and the ``awrepl`` module (emit, host_request)
     Rich display     display(), the Jupyter repr protocol, matplotlib inline, IPython.display hooks
@@ -1109,6 +1114,7 @@ def _fail(r, e, code=None):
         try:
             extra.extend(_remedies(e))
             extra.extend(_loop_hint(e))
+            extra.extend(_missing_module_hint(e, r))
         except Exception:
             pass
         key = (hash(code), len(code))  # not the code itself: a failing 10 MB cell stays small here
@@ -1222,14 +1228,15 @@ def _mentions_asyncio(co):
 def _prepare(code, filename=None):
     _cell.count += 1
     fn = filename or "<cell-%d>" % _cell.count
-    _register_source(fn, code)
+    _register_source(fn, code)  # the user's text: tracebacks show a habit line as it was typed
+    src = _habits_to_python(code)
     p = _Prep()
     p.code = code
     p.awaited = False  # the last line is `await v`: its value is final, never awaited again
-    if len(code) < 2000 and "await" not in code:
+    if len(src) < 2000 and "await" not in src:
         # One expression (1+1, f(x), name): compiled as is, no AST round trip.
         try:
-            p.tail = compile(code, fn, "eval", _TLA, dont_inherit=True)
+            p.tail = compile(src, fn, "eval", _TLA, dont_inherit=True)
         except SyntaxError:
             pass
         else:
@@ -1238,18 +1245,18 @@ def _prepare(code, filename=None):
                 or _mentions_asyncio(p.tail)
             return _outside_loop(p)
     _ast = _imp("_ast")
-    tree = compile(code, fn, "exec", _AST_ONLY | _TLA, dont_inherit=True)
+    tree = compile(src, fn, "exec", _AST_ONLY | _TLA, dont_inherit=True)
     body = tree.body
     p.tail = None
     if body and type(body[-1]) is _ast.Expr:
         expr = body.pop().value
         p.awaited = type(expr) is _ast.Await
-        if "await" in code:
+        if "await" in src:
             # `await v` anywhere in the last line, that line's own `await v` included, is awaited
             # in the cell's frame (so a traceback keeps the line) and returns a settled v unchanged.
             _settle_awaits(_ast, [expr])
         p.tail = compile(_ast.Expression(expr), fn, "eval", _TLA, dont_inherit=True)
-    if "await" in code:
+    if "await" in src:
         _settle_awaits(_ast, body)
         _ns.setdefault(_SETTLE_NAME, _settle)
     p.body = compile(_ast.Module(body, []), fn, "exec", _TLA, dont_inherit=True) if body else None
@@ -1381,6 +1388,10 @@ def _complete(r, value):
         text = repr(value)
         if type(value) not in _PLAIN_TYPES:
             _show_value(value)  # its richer forms (html, png, ...) as a display entry
+        elif type(value) in (list, tuple) and "matplotlib.artist" in sys.modules:
+            _show_figures()  # plt.plot()'s list of lines: its figure now, to know it was shown
+        if _shown_plot(value):
+            return  # the image says what `<Figure size 640x480 with 1 Axes>` would
     finally:
         r.in_user = False
     r.result = _text_frame("result", r.id, text)
@@ -1523,6 +1534,399 @@ async def _cell_async(r, p, value=_NOTHING):
                 _fail(r, e)
             finally:
                 _finish(r)
+
+
+# ---------------------------------------------------------------------------------------------
+# Notebook habits: !cmd, %pip, %cd, %env, %time on lines of their own, as IPython reads them; the
+# hint for a missing module
+# ---------------------------------------------------------------------------------------------
+
+# A line is a habit where IPython's input transformer sees an escape: its first character, after
+# indentation, starts a logical line (not inside a string, brackets or a backslash continuation).
+# Each becomes one call of _HABIT_NAME on the same line, its continuation lines left empty, so the
+# cell keeps its line numbers and its source in tracebacks is the user's own text.
+HABITS = ("!cmd", "%pip", "%cd", "%env", "%time")
+_HABIT_NAME = "__awrepl_habit__"
+_HABIT_MAGICS = ("pip", "cd", "env", "time")
+CHILD_STOP_SECONDS = 0.5  # an interrupted !cmd or %pip: SIGINT first, SIGKILL after this
+
+
+class UsageError(Exception):
+    """A habit line that cannot run (IPython's name for it)."""
+
+
+def _habit_candidate(code):
+    """True when some '!' or '%' is the first character of a line after indentation: the cheap
+    test that lets every other cell skip the scan (two `in` tests for a cell with neither)."""
+    for ch in ("!", "%"):
+        i = code.find(ch)
+        while i >= 0:
+            start = code.rfind("\n", 0, i) + 1
+            if not code[start:i].strip(" \t\f"):
+                return True
+            i = code.find(ch, i + 1)
+    return False
+
+
+def _habit_lines(code):
+    """[(offset, end, line number)] of the habit lines: offset of the '!' or '%', end of the last
+    physical line it spans (backslash continuations joined, as IPython does)."""
+    found = []
+    i, n, line, depth = 0, len(code), 1, 0
+    logical = True  # the next character that is not indentation starts a logical line
+    while i < n:
+        c = code[i]
+        if logical and c in " \t\f":
+            i += 1
+            continue
+        if logical and depth == 0 and c in "!%":
+            start, first = i, line
+            while True:
+                j = code.find("\n", i)
+                if j < 0:
+                    end = i = n
+                    break
+                end = j
+                continued = code[i:j].rstrip("\r").endswith("\\")
+                i = j + 1
+                line += 1
+                if not continued or i >= n:
+                    break
+            found.append((start, end, first))
+            continue
+        logical = False
+        if c == "\n":
+            line += 1
+            i += 1
+            logical = depth == 0
+        elif c == "#":
+            j = code.find("\n", i)
+            i = n if j < 0 else j
+        elif c == "\\" and code.startswith("\n", i + 1):
+            i += 2
+            line += 1
+        elif c == "\\" and code.startswith("\r\n", i + 1):
+            i += 3
+            line += 1
+        elif c in "([{":
+            depth += 1
+            i += 1
+        elif c in ")]}":
+            depth = max(0, depth - 1)
+            i += 1
+        elif c in "'\"":
+            q = c * 3 if code.startswith(c * 3, i) else c
+            j = i + len(q)
+            while j < n:
+                d = code[j]
+                if d == "\\":
+                    if code.startswith("\n", j + 1):
+                        line += 1
+                    j += 2
+                    continue
+                if code.startswith(q, j):
+                    j += len(q)
+                    break
+                if d == "\n":
+                    if len(q) == 1:
+                        break  # an unterminated string: compile() says so
+                    line += 1
+                j += 1
+            i = j
+        else:
+            i += 1
+    return found
+
+
+def _habit_call(text, lineno, indent, strict):
+    """The Python call standing in for one habit line (its text from the escape on, which is
+    `indent` characters into its line)."""
+    parts = text.split("\n")
+    body = " ".join([p.rstrip("\r").rstrip()[:-1] for p in parts[:-1]] + [parts[-1].rstrip()])
+    col = 0
+    if body.startswith("!") and not body.startswith("!!"):
+        kind, arg = "!", body[1:].strip()
+    else:
+        name, sep, rest = body[1:].partition(" ")
+        kind, arg = name, rest.strip()
+        col = 1 + len(name) + len(sep) + len(rest) - len(rest.lstrip())  # where the statement starts
+        if body.startswith("%") and name in _HABIT_MAGICS:
+            pass
+        elif strict:
+            raise UsageError("line %d: %s is not supported here; a cell understands %s, each on a line "
+                             "of its own" % (lineno, body.split(" ")[0][:40], ", ".join(HABITS)))
+    return "%s(%r, %r, %d, %d)%s" % (_HABIT_NAME, kind, arg, lineno, indent + col, "\n" * (len(parts) - 1))
+
+
+def _habits_to_python(code, strict=True):
+    """The cell with each habit line as a call (code itself when it has none); UsageError for a
+    '%' line that is not a supported magic (strict), before any of the cell runs."""
+    if ("!" not in code and "%" not in code) or not _habit_candidate(code):
+        return code
+    found = _habit_lines(code)
+    if not found:
+        return code
+    out, pos = [], 0
+    for start, end, lineno in found:
+        out.append(code[pos:start])
+        out.append(_habit_call(code[start:end], lineno, start - code.rfind("\n", 0, start) - 1, strict))
+        pos = end
+    out.append(code[pos:])
+    _ns[_HABIT_NAME] = _habit
+    return "".join(out)
+
+
+def _habit_syntax_error(e, code):
+    """A SyntaxError on a habit line (a `!ls` where a block needs its indentation) shows the line
+    as the user typed it, not the call standing in for it."""
+    if isinstance(e, SyntaxError) and isinstance(e.text, str) and e.text.lstrip().startswith(_HABIT_NAME + "("):
+        lines = code.split("\n")
+        if isinstance(e.lineno, int) and 0 < e.lineno <= len(lines):
+            line = lines[e.lineno - 1].rstrip("\r")
+            e.text = line + "\n"
+            e.offset = len(line) - len(line.lstrip()) + 1
+            if hasattr(e, "end_offset"):
+                e.end_offset = len(line) + 1
+    return e
+
+
+def _habit(kind, arg, lineno, col):
+    """One habit line, run in the cell (interruptible as the cell is; its errors are the cell's)."""
+    if kind == "!":
+        status = _run_child(arg, True)
+        _ns["_exit_code"] = status  # IPython's name for it
+        if status:
+            _habit_note("!%s %s" % (_clip(arg, 60), _exit_text(status)))
+        return None
+    if kind == "pip":
+        return _pip(arg)
+    if kind == "cd":
+        return _cd(arg)
+    if kind == "env":
+        return _env(arg)
+    return _time_statement(arg, lineno, col, sys._getframe(1).f_code.co_filename)
+
+
+def _clip(text, n):
+    return text if len(text) <= n else text[:n - 3] + "..."
+
+
+def _exit_text(status):
+    return "was killed by signal %d" % -status if status < 0 else "exited with status %d" % status
+
+
+def _habit_note(text):
+    sys.stderr.write("[awrepl] %s\n" % text)
+
+
+def _run_child(cmd, shell):
+    """Run a command with the cell's fds (its output is captured like any other); its exit status.
+    An interrupt stops the command and everything it started (SIGINT, then SIGKILL), then ends the cell."""
+    subprocess = _imp("subprocess")
+    _flush_batch()  # what the cell printed so far goes first
+    if shell:
+        cmd = ["/bin/sh", "-c", cmd]
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
+    try:
+        return p.wait()
+    except BaseException:
+        _stop_tree(p)
+        raise
+
+
+def _child_pids(pid):
+    """pid and its descendants (Linux /proc; just pid elsewhere)."""
+    pids, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        pids.append(p)
+        try:
+            for task in os.listdir("/proc/%d/task" % p):
+                with open("/proc/%d/task/%s/children" % (p, task)) as fh:
+                    todo.extend(int(c) for c in fh.read().split())
+        except (OSError, ValueError):
+            pass
+    return pids
+
+
+def _stop_tree(p):
+    """SIGINT to the command and its descendants, SIGKILL to whatever is left after a grace."""
+    pids = _child_pids(p.pid)
+    for pid in reversed(pids):
+        _kill_quietly(pid, _signal.SIGINT)
+    try:
+        p.wait(CHILD_STOP_SECONDS)
+    except Exception:
+        pass
+    for pid in _child_pids(p.pid)[1:] + pids[1:]:  # its children, also those it left behind
+        _kill_quietly(pid, _signal.SIGKILL)
+    if p.returncode is None:
+        _kill_quietly(p.pid, _signal.SIGKILL)
+        try:
+            p.wait(CHILD_STOP_SECONDS)
+        except Exception:
+            pass
+
+
+def _kill_quietly(pid, sig):
+    try:
+        os.kill(pid, sig)
+    except OSError:
+        pass
+
+
+def _externally_managed():
+    """The path of this interpreter's EXTERNALLY-MANAGED marker (PEP 668: pip refuses to install
+    into it), or None; a virtual environment never is."""
+    if sys.prefix != getattr(sys, "base_prefix", sys.prefix):
+        return None
+    try:
+        path = os.path.join(_imp("sysconfig").get_path("stdlib"), "EXTERNALLY-MANAGED")
+    except Exception:
+        return None
+    return path if os.path.isfile(path) else None
+
+
+def _interpreter():
+    """The interpreter the session runs: its real path (and the name it was started by, when that
+    is a link), version, and virtual environment."""
+    exe = sys.executable
+    real = os.path.realpath(exe)
+    venv = sys.prefix != getattr(sys, "base_prefix", sys.prefix)
+    return "%s%s (Python %d.%d.%d%s)" % ((exe + " \u2192 " if real != exe else ""), real, sys.version_info[0], sys.version_info[1],
+                                          sys.version_info[2], ", virtual environment %s" % sys.prefix if venv else "")
+
+
+def _pip(arg):
+    """%pip ARGS: this interpreter's own pip (sys.executable -m pip), never another Python's."""
+    argv = [sys.executable, "-m", "pip"] + _imp("shlex").split(arg)
+    status = _run_child(argv, False)
+    _imp("importlib").invalidate_caches()  # the next import sees what pip installed
+    if status:
+        marker = _externally_managed()
+        if marker is not None:
+            _habit_note("pip %s: this session's Python, %s, is externally managed (PEP 668, %s), so pip "
+                        "will not install into it; start the session in a virtual environment with "
+                        "--venv DIR" % (_exit_text(status), _interpreter(), marker))
+        else:
+            _habit_note("pip %s" % _exit_text(status))
+    return None
+
+
+def _cd(arg):
+    """%cd DIR (no DIR: home; '-': the previous one, as OLDPWD says); prints where it is now."""
+    if arg in ("", "~"):
+        target = os.path.expanduser("~")
+    elif arg == "-":
+        target = os.environ.get("OLDPWD")
+        if not target:
+            raise UsageError("%cd -: there is no previous directory")
+    else:
+        target = os.path.expanduser(arg[1:-1] if len(arg) > 1 and arg[0] == arg[-1] and arg[0] in "'\"" else arg)
+    try:
+        old = os.getcwd()
+    except OSError:
+        old = None
+    os.chdir(target)
+    new = os.getcwd()
+    if old is not None:
+        os.environ["OLDPWD"] = old
+    os.environ["PWD"] = new
+    print(new)
+    return None
+
+
+def _env(arg):
+    """%env: every variable; %env NAME: its value; %env NAME=VALUE (or NAME VALUE): sets it."""
+    if not arg:
+        for k in sorted(os.environ):
+            print("%s=%s" % (k, os.environ[k]))
+        return None
+    if "=" in arg:
+        name, _, value = arg.partition("=")
+    elif " " in arg:
+        name, _, value = arg.partition(" ")
+    else:
+        if arg not in os.environ:
+            raise UsageError("%%env: the environment has no variable %r" % arg)
+        return os.environ[arg]
+    name, value = name.strip(), value.strip()
+    if not name:
+        raise UsageError("%%env: no name before the '=' in %r" % arg)
+    os.environ[name] = value
+    print("env: %s=%s" % (name, value))
+    return None
+
+
+def _format_seconds(s):
+    if s >= 60:
+        return "%dmin %ds" % (s // 60, s % 60)
+    for unit, scale in (("s", 1.0), ("ms", 1e3), ("\u00b5s", 1e6), ("ns", 1e9)):
+        if s * scale >= 1 or unit == "ns":
+            return "%.3g %s" % (s * scale, unit)
+
+
+def _time_statement(arg, lineno, col, filename):
+    """%time STATEMENT: runs it in the namespace and prints CPU and wall time as IPython does; the
+    value of an expression is returned (the cell's value when the line is its last). It is compiled
+    at its own line and column, so a traceback points into the line as typed."""
+    if not arg:
+        raise UsageError("%time needs a statement to time")
+    _ast = _imp("ast")
+    src = "\n" * (lineno - 1) + arg
+    try:
+        tree, mode = _ast.parse(src, filename, "eval"), "eval"
+    except SyntaxError:
+        tree, mode = _ast.parse(src, filename, "exec"), "exec"
+    for node in _ast.walk(tree):
+        if getattr(node, "lineno", None) == lineno:
+            node.col_offset += col
+            if getattr(node, "end_lineno", None) == lineno:
+                node.end_col_offset += col
+    code = compile(tree, filename, mode, dont_inherit=True)
+    t0, c0 = _monotonic(), _cpu_times()
+    value = eval(code, _ns)
+    wall, c1 = _monotonic() - t0, _cpu_times()
+    user, system = c1[0] - c0[0], c1[1] - c0[1]
+    print("CPU times: user %s, sys: %s, total: %s\nWall time: %s" % (
+        _format_seconds(user), _format_seconds(system), _format_seconds(user + system), _format_seconds(wall)))
+    return value
+
+
+def _cpu_times():
+    """(user, system) CPU seconds of this process: getrusage's microseconds where it exists."""
+    try:
+        ru = _imp("resource").getrusage(0)  # RUSAGE_SELF
+        return ru.ru_utime, ru.ru_stime
+    except Exception:
+        t = os.times()
+        return t[0], t[1]
+
+
+# Import names whose package is called something else (what `%pip install` needs).
+_PACKAGE_NAMES = {"sklearn": "scikit-learn", "cv2": "opencv-python", "PIL": "Pillow", "yaml": "PyYAML",
+                  "bs4": "beautifulsoup4", "skimage": "scikit-image", "dateutil": "python-dateutil",
+                  "dotenv": "python-dotenv", "jwt": "PyJWT", "serial": "pyserial", "attr": "attrs"}
+
+
+def _missing_module_hint(e, r):
+    """One line for a ModuleNotFoundError of a top-level module the cell itself imported: which
+    interpreter the session runs and how to install into it."""
+    if type(e) is not ModuleNotFoundError or not isinstance(e.name, str) or "." in e.name or not e.name:
+        return []
+    tb, last = e.__traceback__, None
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if not name.startswith("<frozen importlib") and tb.tb_frame.f_globals is not _G:
+            last = name
+        tb = tb.tb_next
+    if last is None or not (last.startswith("<cell-") or last == r.filename):
+        return []
+    line = ("[awrepl] No module named %r in this session's Python, %s: install it with `%%pip install %s` in a "
+            "cell (that interpreter's own pip)" % (e.name, _interpreter(), _PACKAGE_NAMES.get(e.name, e.name)))
+    if _externally_managed() is not None:
+        line += "; it is externally managed (PEP 668): start the session with --venv DIR to install packages"
+    return [line + ".\n"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1671,7 +2075,7 @@ def _run_cell(r):
     try:
         p = _prepare(code, r.filename)
     except BaseException as e:
-        _fail(r, e, code)
+        _fail(r, _habit_syntax_error(e, code), code)
         return _finish(r)
     return _exec_sync(r, p) if _aio.loop is None else _cell_async(r, p)
 
@@ -2181,6 +2585,28 @@ def _show_value(value):
     data, errors = _bundle(value, rich_only=True)
     if (data or errors) and _display_room():
         _send_display(data, "value", "; ".join(errors))
+
+
+def _shown_plot(value):
+    """True for a trailing matplotlib artist whose figure this cell showed: a Figure, an Axes, a
+    list of them or of the lines plt.plot() returns. Its repr says nothing its image does not, so
+    the cell sends no result for it (the value is still bound to _)."""
+    artist = getattr(sys.modules.get("matplotlib.artist"), "Artist", None)
+    d = _cell.display
+    if not isinstance(artist, type) or d is None or not d.shown:
+        return False
+    items = value if type(value) in (list, tuple) and 0 < len(value) <= 100 else (value,)
+    for v in items:
+        if not isinstance(v, artist):
+            return False
+        fig = v
+        for _ in range(3):  # an artist's figure, a subfigure's parent
+            if fig is None or id(fig) in d.shown:
+                break
+            fig = getattr(fig, "figure", None)
+        if fig is None or id(fig) not in d.shown:
+            return False
+    return True
 
 
 def _inline_backend_on():
@@ -3049,8 +3475,147 @@ def _type_name(v):
     return "%s.%s" % (mod, t.__qualname__)
 
 
+VARIABLE_CHARS = 120  # one `variables` line, whatever the value
+ELEMENTS_SAMPLED = 50  # of a container, for its element types
+DIR_LISTED = 40  # attribute names in an inspect answer unless `full`
+DOC_CHARS = 2000  # of a docstring's first paragraph unless `full` (then FULL_DOC_CHARS of all of it)
+FULL_DOC_CHARS = 20000
+FRAME_COLUMNS = 100  # columns (and their dtypes) of a DataFrame in an inspect answer
+
+
+def _one_line(s):
+    """A repr on one line: its line breaks (and the indentation after them) become one space."""
+    if "\n" not in s:
+        return s
+    return " ".join(part.strip() for part in s.split("\n") if part.strip())
+
+
+def _type_names(values):
+    """The element type of a sample: `int`, `int | str`, or `mixed` past three kinds."""
+    names = []
+    for v in values:
+        n = type(v).__name__
+        if n not in names:
+            names.append(n)
+            if len(names) > 3:
+                return "mixed"
+    return " | ".join(names)
+
+
+def _sample(it):
+    out = []
+    for v in it:
+        out.append(v)
+        if len(out) >= ELEMENTS_SAMPLED:
+            break
+    return out
+
+
+def _container_kind(v, t):
+    """`list[int] len 3`, `dict[str, int] len 2` for a builtin container (subclasses by their name),
+    else None; built from its base type's own methods and a sample of its first items."""
+    for base in (list, tuple, set, frozenset, dict):
+        if isinstance(v, base):
+            n = base.__len__(v)
+            if n == 0:
+                return "%s len 0" % t.__name__
+            if base is dict:
+                items = _sample(dict.items(v))
+                inner = "%s, %s" % (_type_names(k for k, _ in items), _type_names(x for _, x in items))
+            else:
+                inner = _type_names(_sample(base.__iter__(v)))
+            return "%s[%s] len %d" % (t.__name__, inner, n)
+    return None
+
+
+def _shape_text(shape):
+    return "\u00d7".join(str(d) for d in shape) if isinstance(shape, tuple) else str(shape)
+
+
+def _frame_facts(v):
+    """(shape, [(column, dtype)]) of a DataFrame-like value (duck-typed: shape, columns and dtypes
+    with items(); nothing is imported), or None."""
+    t = type(v)
+    if isinstance(v, type) or not all(hasattr(t, a) for a in ("shape", "columns", "dtypes")):
+        return None
+    shape = v.shape
+    dtypes = v.dtypes
+    if not isinstance(shape, tuple) or len(shape) != 2 or not hasattr(dtypes, "items"):
+        return None
+    cols = []
+    for col, dtype in dtypes.items():
+        cols.append((str(col), str(dtype)))
+        if len(cols) >= FRAME_COLUMNS:
+            break
+    return shape, cols
+
+
+def _array_facts(v):
+    """(dtype, shape) of an ndarray-like value (shape and dtype on its type; a Series too), or None."""
+    t = type(v)
+    if isinstance(v, type) or not (hasattr(t, "shape") and hasattr(t, "dtype")):
+        return None
+    shape, dtype = v.shape, v.dtype
+    if not isinstance(shape, tuple) or callable(dtype) and isinstance(dtype, type):
+        return None
+    return str(dtype), tuple(shape)  # a tuple subclass (torch.Size) as the plain tuple it is
+
+
+def _what(v, limit=VARIABLE_CHARS):
+    """One line that says what v is: `DataFrame 7×2 [a: float64, b: object]`, `ndarray float64
+    (3, 4)`, `list[int] len 3: [1, 2, 3]`, `function f(x, y)`, else `type: short repr`; at most
+    `limit` characters, never more than one line. A fact that fails (a property that raises) gives
+    the `type: short repr` line instead: one odd value never fails a listing."""
+    try:
+        return _what_facts(v, limit)
+    except Exception:
+        return _cut_end("%s: %s" % (_type_name(v), _one_line(_short_repr(v, limit))), limit)
+
+
+def _what_facts(v, limit):
+    t = type(v)
+    frame = _frame_facts(v)
+    if frame is not None:
+        shape, cols = frame
+        line = "%s %s [%s]" % (t.__name__, _shape_text(shape), ", ".join("%s: %s" % c for c in cols))
+        return line if len(line) <= limit else line[:limit - 4] + "...]"
+    array = _array_facts(v)
+    if array is not None and array[1] != ():
+        return _cut_end("%s %s %s" % (t.__name__, array[0], tuple.__repr__(array[1])), limit)
+    if isinstance(v, type):
+        return _cut_end("class %s" % _type_name_of(v), limit)
+    if t.__name__ in ("function", "builtin_function_or_method", "method") and hasattr(v, "__qualname__"):
+        return _cut_end("%s %s%s" % (t.__name__, v.__qualname__, _signature_text(v) or "(...)"), limit)
+    if t.__name__ == "module":
+        return _cut_end("module %s" % getattr(v, "__name__", "?"), limit)
+    head = _container_kind(v, t)
+    if head is None and isinstance(v, (str, bytes, bytearray)) and len(v) > 40:
+        head = "%s len %d" % (t.__name__, len(v))
+    if head is None:
+        head = _type_name(v)
+    room = limit - len(head) - 2
+    if room < 8:
+        return _cut_end(head, limit)
+    return "%s: %s" % (head, _cut_end(_one_line(_short_repr(v, room)), room))
+
+
+def _cut_end(s, limit):
+    return s if len(s) <= limit else s[:limit - 3] + "..."
+
+
+def _type_name_of(cls):
+    mod = getattr(cls, "__module__", None)
+    qual = getattr(cls, "__qualname__", None) or getattr(cls, "__name__", "?")
+    return qual if mod in ("builtins", "__main__", None) else "%s.%s" % (mod, qual)
+
+
 @_handler
 def _h_variables(r):
+    """Each name in one line that says what it is (_what); `form: "repr"` gives `type: short repr`
+    instead (what a host compares to tell whether the namespace changed)."""
+    form = r.msg.get("form", "line")
+    if form not in ("line", "repr"):
+        raise _RequestFailed("variables 'form' must be \"line\" or \"repr\", got %r" % (form,))
     out = {}
     names = _user_names()
     for name in names[:VARIABLES_LISTED]:
@@ -3058,11 +3623,16 @@ def _h_variables(r):
         r.in_user = True  # a user __repr__ may run long: interruptible
         try:
             _checkpoint(r)
+            tn = _type_name(v)
             try:
-                text = _guarded_repr(r, v)
+                if form == "repr":
+                    text = "%s: %s" % (tn, _guarded_repr(r, v))
+                else:
+                    text = _within_budget(r, lambda: _what(v), "%s: %s" % (tn, _TIMED_OUT),
+                                          "%s: <repr failed: KeyboardInterrupt>" % tn)
             except _ReprTimedOut:  # landed just as the repr returned
-                text = _TIMED_OUT
-            out[name] = "%s: %s" % (_type_name(v), text)
+                text = "%s: %s" % (tn, _TIMED_OUT)
+            out[name] = text
         finally:
             r.in_user = False
     if len(names) > VARIABLES_LISTED:
@@ -3108,28 +3678,55 @@ def _h_inspect(r):
     name = r.msg.get("name")
     if not isinstance(name, str) or not name:
         raise _RequestFailed("inspect needs a string 'name'")
+    full = r.msg.get("full", False)
+    if not isinstance(full, bool):
+        raise _RequestFailed("inspect 'full' must be true or false, got %r" % (full,))
     obj = _lookup(name)
     r.in_user = True
     try:
-        return {"info": _describe(name, obj)}
+        return {"info": _describe(name, obj, full)}
     finally:
         r.in_user = False
 
 
-def _describe(name, obj):
+def _first_paragraph(doc):
+    """A docstring's first paragraph (up to its first blank line), its lines' indentation dropped."""
+    lines = []
+    for line in doc.strip().split("\n"):
+        if not line.strip():
+            break
+        lines.append(line.strip())
+    return "\n".join(lines)
+
+
+def _describe(name, obj, full=False):
+    """What inspect says, the facts that size a value first (shape, dtypes, columns, len, element
+    types), then repr, signature, docstring (its first paragraph unless `full`), module, file, keys,
+    dir (public names, at most DIR_LISTED, unless `full`: every name). `more` counts what was left
+    out ({"docstring": characters, "dir": names}), which `full` gives."""
     r = _rq.active
-    info = {"name": name, "type": _type_name(obj), "repr": _guarded_repr(r, obj, 2000)}
+    info = {"name": name, "type": _type_name(obj)}
+    more = {}
+    _describe_size(r, obj, info)
+    info["repr"] = _guarded_repr(r, obj, 2000)
+    sig = _signature_text(obj)
+    if sig is not None:
+        info["signature"] = sig
     doc = _guarded_fact(r, lambda: getattr(obj, "__doc__", None))
     if isinstance(doc, str):
-        doc = str.__getitem__(doc, slice(0, 4000)).strip()[:2000]  # sliced first: a doc may be huge
-        info["docstring"] = doc  # the original awrepl's key
-        if not isinstance(obj, (str, bytes, int, float, list, dict, tuple, set)):
-            info["doc"] = doc  # the value's own doc, not its builtin type's
-    n = _guarded_fact(r, lambda: len(obj))
-    if isinstance(n, int):
-        info["len"] = n
-    if isinstance(obj, dict) or (hasattr(obj, "keys") and hasattr(obj, "__getitem__")
-                                 and not isinstance(obj, type)):
+        whole = str.__getitem__(doc, slice(0, FULL_DOC_CHARS * 2)).strip()  # sliced first: a doc may be huge
+        text = whole[:FULL_DOC_CHARS] if full else _first_paragraph(whole)[:DOC_CHARS]
+        info["docstring"] = text  # the original awrepl's key
+        if len(text) < len(doc.strip()):
+            more["docstring"] = len(doc.strip()) - len(text)
+    mod = getattr(obj, "__module__", None)
+    if isinstance(mod, str):
+        info["module"] = mod
+    f = getattr(obj, "__file__", None)
+    if isinstance(f, str):
+        info["file"] = f
+    if "columns" not in info and (isinstance(obj, dict) or (hasattr(obj, "keys") and hasattr(obj, "__getitem__")
+                                                            and not isinstance(obj, type))):
         def keys():
             out = []
             for k in obj.keys():
@@ -3143,23 +3740,40 @@ def _describe(name, obj):
         listed = _guarded_fact(r, keys)
         if isinstance(listed, list):
             info["keys"] = listed
-    sig = _signature_text(obj)
-    if sig is not None:
-        info["signature"] = sig
-    mod = getattr(obj, "__module__", None)
-    if isinstance(mod, str):
-        info["module"] = mod
-    f = getattr(obj, "__file__", None)
-    if isinstance(f, str):
-        info["file"] = f
-    for attr in ("shape", "dtype"):
-        v = _guarded_fact(r, lambda: getattr(obj, attr, None))
-        if v is not None and not callable(v):
-            info[attr] = _short_repr(v, 200) if not isinstance(v, str) else v[:200]
-    names = _guarded_fact(r, lambda: [n for n in dir(obj) if not n.startswith("_")][:200])
+    names = _guarded_fact(r, lambda: dir(obj))
     if isinstance(names, list):
-        info["dir"] = names  # public attributes, for every value (the original awrepl's key)
+        shown = [n for n in names if isinstance(n, str) and (full or not n.startswith("_"))]
+        cap = VARIABLES_LISTED if full else DIR_LISTED
+        info["dir"] = shown[:cap]  # the original awrepl's key
+        if len(names) > len(info["dir"]):
+            more["dir"] = len(names) - len(info["dir"])
+    if more:
+        info["more"] = more
     return info
+
+
+def _describe_size(r, obj, info):
+    """The facts that say how big a value is and what it holds, first in an inspect answer."""
+    frame = _guarded_fact(r, lambda: _frame_facts(obj))
+    if frame is not None:
+        shape, cols = frame
+        info["shape"] = tuple.__repr__(tuple(shape))
+        info["columns"] = [c for c, _ in cols]
+        info["dtypes"] = dict(cols)
+    else:
+        array = _guarded_fact(r, lambda: _array_facts(obj))
+        if array is not None:
+            info["shape"] = tuple.__repr__(array[1])
+            info["dtype"] = array[0][:200]
+    n = _guarded_fact(r, lambda: len(obj))
+    if isinstance(n, int):
+        info["len"] = n
+    kind = _guarded_fact(r, lambda: _container_kind(obj, type(obj)))
+    if kind is not None and n:
+        info["elements"] = kind[kind.index("[") + 1:kind.rindex("]")]
+    line = _within_budget(r, lambda: _what(obj), None, None)
+    if isinstance(line, str):
+        info["summary"] = line
 
 
 @_handler
@@ -3277,7 +3891,7 @@ def _h_is_complete(r):
     code = r.msg.get("code")
     if not isinstance(code, str):
         raise _RequestFailed("is_complete needs a string 'code'")
-    status, indent = _completeness(code)
+    status, indent = _completeness(_habits_to_python(code, strict=False))
     return {"status": status, "indent": indent}
 
 

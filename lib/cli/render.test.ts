@@ -23,7 +23,7 @@ const TB = [
 describe("renderText", () => {
   test("stdout, then display data, then the value; stderr apart", () => {
     const r = renderText(result({ stdout: "a", stderr: "warn\n", value: "42", display: [{ "text/plain": "<Figure>", "image/png": "/s/display/run-1.png" }] }));
-    expect(r.stdout).toBe("a\n<Figure>\n[image/png] /s/display/run-1.png\n42\n");
+    expect(r.stdout).toBe("a\n[image/png] /s/display/run-1.png\n42\n");
     expect(r.stderr).toBe("warn\n");
   });
 
@@ -40,7 +40,13 @@ describe("renderText", () => {
         ],
       }),
     );
-    expect(r.stdout).toBe("# hi\n<b>x</b>\n   a\n0  1\n<Figure size 640x480 with 1 Axes>\n[image/png] /s/f.png\n[image/svg+xml] /s/f.svg\n");
+    expect(r.stdout).toBe("# hi\n<b>x</b>\n   a\n0  1\n[image/png] /s/f.png\n[image/svg+xml] /s/f.svg\n");
+  });
+
+  test("an image's `<...>` placeholder text is left out; a text form that says something is kept beside the file", () => {
+    const png = { "image/png": "/s/f.png", metadata: { "image/png": { bytes: 10 } } };
+    const shown = renderText(result({ display: [{ "text/plain": "<Figure size 640x480 with 1 Axes>", ...png }, { "text/plain": "x**2 + 1", ...png }, { "text/plain": "<Figure size 1x1>" }] }));
+    expect(shown.stdout).toBe("[image/png] /s/f.png\nx**2 + 1\n[image/png] /s/f.png\n<Figure size 1x1>\n");
   });
 
   test("the trailing value's entry adds only its files: a DataFrame's HTML is not printed, its table is the value", () => {
@@ -52,6 +58,14 @@ describe("renderText", () => {
     // A value whose repr says nothing is shown by its entry's text form.
     const md = renderText(result({ value: "<IPython.core.display.Markdown object>", display: [{ "text/markdown": "**b**", source: "value" }] }));
     expect(md.stdout).toBe("**b**\n");
+  });
+
+  test("an echo that ran past a head cut back to a line boundary: the marker line follows on a line of its own", () => {
+    const stdout = "abc\n... [12 bytes truncated] ...\ntail\n";
+    for (const echoed of ["abc\ndefg", "abc\n...x", "abc\n"]) {
+      const r = renderText(result({ stdout, truncated: true, truncated_bytes: 12 }), { echoed: { stdout: echoed, stderr: "" } });
+      expect({ echoed, out: r.stdout }).toEqual({ echoed, out: echoed.endsWith("\n") ? "... [12 bytes truncated] ...\ntail\n" : "\n... [12 bytes truncated] ...\ntail\n" });
+    }
   });
 
   test("display errors and dropped entries are said on stderr", () => {
@@ -139,22 +153,43 @@ describe("LiveEcho", () => {
   test("echoes the head live and the result supplies exactly the rest", () => {
     const written: string[] = [];
     const live = new LiveEcho(10, (stream, text) => written.push(`${stream}:${text}`));
-    live.output("stdout", "abc");
-    live.output("stderr", "de");
+    live.output("stdout", "ab\n");
+    live.output("stderr", "d\n");
     live.output("stdout", "fghij");
     live.output("stdout", "klm");
-    expect(written).toEqual(["stdout:abc", "stderr:de"]);
-    // The session keeps head (5 bytes: "abc" + "de") + marker + tail.
-    const r = renderText(result({ stdout: "abc\n... [3 bytes truncated] ...\nhijklm", stderr: "de", truncated: true, truncated_bytes: 3 }), { echoed: live.echoed });
-    expect(r.stdout).toBe("\n... [3 bytes truncated] ...\nhijklm");
+    expect(written).toEqual(["stdout:ab\n", "stderr:d\n"]);
+    // The session keeps head (5 bytes: "ab\n" + "d\n") + marker + tail.
+    const r = renderText(result({ stdout: "ab\n... [3 bytes truncated] ...\nhijklm", stderr: "d\n", truncated: true, truncated_bytes: 3 }), { echoed: live.echoed });
+    expect(r.stdout).toBe("... [3 bytes truncated] ...\nhijklm");
     expect(r.stderr).toBe("");
+  });
+
+  test("a partial last line near the head's end waits for the result: the marker (or the rest of the line) follows what was shown", () => {
+    const written: string[] = [];
+    const live = new LiveEcho(1000, (_s, text) => written.push(text));
+    const first = `${"a".repeat(300)}\n`;
+    live.output("stdout", first);
+    live.output("stdout", "row 1 is short\nrow 2 is cut ");
+    expect(written.join("")).toBe(`${first}row 1 is short\n`); // "row 2 is cut " waits
+    live.output("stdout", `off here\n${"m".repeat(300)}`); // fills the head: the m's wait, never to be shown live
+    expect(written.join("")).toBe(`${first}row 1 is short\nrow 2 is cut off here\n`);
+    // The result cut its head back to the end of row 2: the marker follows on its own line.
+    const echoed = live.echoed;
+    const cut = renderText(result({ stdout: `${echoed.stdout}... [400 bytes truncated] ...\ntail\n`, truncated: true, truncated_bytes: 400 }), { echoed });
+    expect(cut.stdout).toBe("... [400 bytes truncated] ...\ntail\n");
+    // Not truncated after all: the rest is printed from the result.
+    const whole = renderText(result({ stdout: `${echoed.stdout}${"m".repeat(300)}\n` }), { echoed });
+    expect(whole.stdout).toBe(`${"m".repeat(300)}\n`);
   });
 
   test("never cuts a UTF-8 character", () => {
     const written: string[] = [];
     const live = new LiveEcho(6, (_s, text) => written.push(text));
-    live.output("stdout", "aéé");
-    expect(written).toEqual(["aé"]);
+    live.output("stdout", "\néé");
+    expect(written).toEqual(["\n"]); // "é" (2 bytes of the head's 3) waits as a partial line
+    const big = new LiveEcho(2000, (_s, text) => written.push(text));
+    big.output("stdout", `${"é".repeat(600)}`); // a partial line longer than LINE_SNAP_BYTES is shown: no cut goes back that far
+    expect(written.at(-1)).toBe("é".repeat(500));
   });
 
   test("a limit of 0 is none: everything is echoed", () => {

@@ -2,13 +2,15 @@
 // commands so one cell looks the same whichever way it ran.
 //
 // Text mode: the cell's stdout on stdout and stderr on stderr, display entries (one text form each,
-// markdown first; files as `[image/png] PATH`), the trailing value on stdout, then on stderr any
+// markdown first, none for an image's `<...>` placeholder; files as `[image/png] PATH`), the
+// trailing value on stdout, then on stderr any
 // display errors, notice and, on failure, the error.
 // An exception is shown short by default — the innermost frame of the cell's own code with its source
 // line, then `ExceptionType: message` — because that is what a reader (or an agent's context window)
 // needs to act; `--traceback` shows every frame. JSON mode: exactly one object, the ExecResult.
 import { fileMimes, isTextMime, representations, storedAsFile } from "../session/mime.ts";
 import { byteLimit } from "../core/limits.ts";
+import { LINE_SNAP_BYTES } from "../session/output.ts";
 import { utf8Length, utf8Prefix } from "../core/utf8.ts";
 import type { DisplayItem, ExecResult } from "../protocol/result.ts";
 import type { RawText } from "../wire/output_frames.ts";
@@ -83,7 +85,12 @@ function remainder(kept: string, echoed: string | undefined): string {
   // the two part (the marker line and the tail) rather than repeat what was shown.
   let common = 0;
   while (common < echoed.length && kept.charCodeAt(common) === echoed.charCodeAt(common)) common++;
-  return kept.slice(common);
+  // The echo may run past a head that was cut back to a line boundary: print from the marker line's
+  // start (never from inside it), on a fresh line.
+  const lineStart = kept.lastIndexOf("\n", common - 1) + 1;
+  if (kept.startsWith("... [", lineStart)) common = lineStart;
+  const rest = kept.slice(common);
+  return common === lineStart && rest !== "" && !echoed.endsWith("\n") ? `\n${rest}` : rest;
 }
 
 /**
@@ -98,6 +105,9 @@ function line(acc: string, text: string, shown = ""): string {
 
 /** A repr that names only the type (`<pkg.Markdown object>`, `<Foo object at 0x7f…>`): it tells a reader nothing. */
 const DEFAULT_REPR = /^<[\w.]+ object(?: at 0x[0-9a-fA-F]+)?>$/;
+
+/** A one-line `<...>` repr: what stands in for an image in an entry's text/plain. */
+const PLACEHOLDER = /^<[^<>\n]*>$/;
 
 /**
  * One entry in text mode: its files as `[mime] PATH` lines and one text form — markdown, else
@@ -114,7 +124,9 @@ function renderDisplay(item: DisplayItem): { text: string; valueText: string | n
   const other = pick("text/markdown") ?? inline.find(([m]) => m !== "text/plain")?.[1];
   const text = pick("text/markdown") ?? (plain !== undefined && !(DEFAULT_REPR.test(plain) && other !== undefined) ? plain : other);
   const parts: string[] = [];
-  if (item.source !== "value" && text !== undefined) parts.push(text);
+  // An image's placeholder text (`<Figure size 640x480 with 1 Axes>`) says nothing its file does not.
+  const placeholder = text === plain && plain !== undefined && PLACEHOLDER.test(plain) && reps.some(([mime]) => files.has(mime) || !isTextMime(mime));
+  if (item.source !== "value" && text !== undefined && !placeholder) parts.push(text);
   // Files (and what was said in place of a file that could not be written), and inline binary data.
   for (const [mime, data] of reps) if (files.has(mime) || !isTextMime(mime) || storedAsFile(mime)) parts.push(`[${mime}] ${data}`);
   return { text: parts.join("\n"), valueText: other ?? null };
@@ -211,6 +223,8 @@ export function useColor(isTTY: boolean | undefined, env: NodeJS.ProcessEnv = pr
 export class LiveEcho {
   private headLeft: number;
   readonly echoed = { stdout: "", stderr: "" };
+  /** A partial last line not shown yet (see output()): the result prints it, or the marker in its place. */
+  private readonly held = { stdout: "", stderr: "" };
 
   constructor(
     limit: number,
@@ -238,9 +252,20 @@ export class LiveEcho {
       piece = utf8Prefix(text, this.headLeft)[0];
       this.headLeft = 0;
     }
-    if (piece === "") return;
-    this.echoed[stream] += piece;
-    this.write(stream, piece);
+    let out = this.held[stream] + piece;
+    this.held[stream] = "";
+    // Near the head's end a partial last line waits: the result may cut its head back to that line's
+    // start (LINE_SNAP_BYTES), and what the echo showed must be a prefix of what the result keeps.
+    if (this.headLeft < LINE_SNAP_BYTES && !out.endsWith("\n")) {
+      const partial = out.slice(out.lastIndexOf("\n") + 1);
+      if (utf8Length(partial) <= LINE_SNAP_BYTES) {
+        this.held[stream] = partial;
+        out = out.slice(0, out.length - partial.length);
+      }
+    }
+    if (out === "") return;
+    this.echoed[stream] += out;
+    this.write(stream, out);
   }
 }
 

@@ -71,8 +71,10 @@ export type HeartbeatRequest = { type: "heartbeat"; id: string; timeout_ms: numb
 /** awrepl addition, not queued: the worker's own facts (`done` + `facts`), also while a cell runs. */
 export type InfoRequest = { type: "info"; id: string };
 // awrepl's additions, answered in their `done`.
-export type VariablesRequest = { type: "variables"; id: string };
-export type InspectRequest = { type: "inspect"; id: string; name: string };
+/** `form`: "line" (default) says what each value is in one line; "repr" gives `type: short repr` (what autosave compares). */
+export type VariablesRequest = { type: "variables"; id: string; form?: "line" | "repr" };
+/** `full`: the whole docstring and every attribute name (dunders too), instead of the first paragraph and 40 public names. */
+export type InspectRequest = { type: "inspect"; id: string; name: string; full?: boolean };
 export type ResetRequest = { type: "reset"; id: string };
 export type CompleteRequest = { type: "complete"; id: string; code: string; cursor?: number };
 export type IsCompleteRequest = { type: "is_complete"; id: string; code: string };
@@ -180,24 +182,41 @@ export type RuntimeEvent =
   | DoneEvent
   | DataEvent;
 
-/** What `inspect` reports about one name; fields appear as they apply to the value. */
+/**
+ * What `inspect` reports about one name; fields appear as they apply to the value, the ones that say
+ * how big it is first (shape, columns, dtypes or dtype, len, elements, summary), then repr, signature,
+ * docstring, module, file, keys, dir.
+ */
 export type InspectInfo = {
   name?: string;
   type: string;
-  repr: string;
-  /** The value's __doc__ (the original awrepl's key). */
-  docstring?: string;
-  /** The value's own doc, when it is not just its builtin type's. */
-  doc?: string | null;
+  /** A DataFrame's or an ndarray's shape, as Python prints the tuple: "(7, 2)". */
+  shape?: string;
+  /** A DataFrame's column names (at most 100). */
+  columns?: string[];
+  /** A DataFrame's dtype per column (at most 100), as pandas names them. */
+  dtypes?: Record<string, string>;
+  /** An ndarray's (or Series') dtype: "float64". */
+  dtype?: string;
   len?: number;
-  keys?: string[];
+  /** A builtin container's element types, from its first 50 items: "int", "int | str", "str, int" for a dict. */
+  elements?: string;
+  /** The value's `variables` line: "DataFrame 7×2 [a: float64, b: object]". */
+  summary?: string;
+  repr: string;
   signature?: string;
-  /** Public attribute names (at most 200), for every value. */
-  dir?: string[];
+  /** The value's __doc__ (the original awrepl's key): its first paragraph unless the request asked for `full`. */
+  docstring?: string;
+  /** @deprecated No longer sent (the docstring was shipped twice): read `docstring`. Kept until lib/cli/serve/meta.ts reads it. */
+  doc?: string | null;
   module?: string;
   file?: string;
-  shape?: string;
-  dtype?: string;
+  /** A mapping's keys (at most 100). */
+  keys?: string[];
+  /** Attribute names: at most 40 public ones; with `full`, every name. */
+  dir?: string[];
+  /** What was left out and `full` gives: characters of the docstring, attribute names. */
+  more?: { docstring?: number; dir?: number };
   [extra: string]: unknown;
 };
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { CellRecorder, type LiveOutput, lostStateNotice } from "./cell.ts";
+import { CellRecorder, durationMs, type LiveOutput, lostStateNotice, neverRanResult } from "./cell.ts";
 import { DisplayFiles } from "./display.ts";
 import { CellDisplays } from "./display_entries.ts";
 import { OutputCollector } from "./output.ts";
@@ -23,6 +23,15 @@ describe("CellRecorder", () => {
     const res = r.finish({ event: "done", id: "1", status: "ok" }, calm, limits, "s", null);
     expect(res).toMatchObject({ status: "ok", stdout: "hi\n", value: "42", exception: null, traceback: "", session: "s" });
     expect(res.notice).toBeUndefined();
+  });
+
+  test("duration_ms is rounded to 0.1 ms, in every result", () => {
+    expect(durationMs(12.3456)).toBe(12.3);
+    expect(durationMs(0.04)).toBe(0);
+    expect(durationMs(1999.96)).toBe(2000);
+    const ok = recorder().finish({ event: "done", id: "1", status: "ok" }, calm, limits, "s", null);
+    expect(ok.duration_ms).toBe(Math.round(ok.duration_ms * 10) / 10);
+    expect(neverRanResult("s", 1234.5678, { why: "withdrawn" }).duration_ms).toBe(1234.6);
   });
 
   test("a KeyboardInterrupt is interrupted, timeout or error depending on who caused it", () => {

@@ -60,7 +60,7 @@ export function neverRanResult(session: string, waitedMs: number, reason: NeverR
     value: null,
     exception,
     traceback: "",
-    duration_ms: waitedMs,
+    duration_ms: durationMs(waitedMs),
     truncated: false,
     truncated_bytes: 0,
     status: reason.why === "timeout" ? "timeout" : "interrupted",
@@ -182,7 +182,7 @@ export class CellRecorder implements RequestHandlers {
   }
 
   private build(status: ExecStatus, value: string | null, exception: string | null, traceback: string, session: string, notice: string | null): ExecResult {
-    const duration_ms = performance.now() - this.started;
+    const duration_ms = durationMs(performance.now() - this.started);
     const out = this.collected.result();
     const shown = this.displays;
     const cut = out.truncated_bytes + this.cutBytes + shown.cutBytes;
@@ -203,6 +203,11 @@ export class CellRecorder implements RequestHandlers {
     if (notice) result.notice = notice;
     return result;
   }
+}
+
+/** A duration as results give it: milliseconds to 0.1 ms (finer digits are timer noise, and cost a reader's context). */
+export function durationMs(ms: number): number {
+  return Math.round(ms * 10) / 10;
 }
 
 function capitalize(text: string): string {

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { capEntries, capText, OutputCollector, truncationMarker } from "./output.ts";
+import { capEntries, capText, LINE_SNAP_BYTES, OutputCollector, truncationMarker } from "./output.ts";
 import { utf8Length, utf8Prefix, utf8Suffix } from "../core/utf8.ts";
-import { RawText } from "../wire/output_frames.ts";
+import { RawText, readOutputFrame } from "../wire/output_frames.ts";
 
 /**
  * Checks that `kept` is a head of `written`, one marker line, and a tail of `written`, with exactly the
@@ -65,6 +65,47 @@ describe("OutputCollector", () => {
     expect(r.stdout.endsWith(tail)).toBe(true);
     expect(r.truncated_bytes).toBe(utf8Length(all) - 40);
     expect(r.stdout).toContain(truncationMarker(r.truncated_bytes));
+  });
+
+  test("the cuts land on line boundaries near them: no half line is kept, the bytes moved are counted", () => {
+    for (const raw of [false, true]) {
+      const c = new OutputCollector(1000);
+      let all = "";
+      for (let i = 0; i < 300; i++) {
+        const piece = `line ${String(i).padStart(3, "0")} ${"x".repeat(i % 17)}\n${i % 5 === 0 ? "and a second one\n" : ""}`;
+        all += piece;
+        if (raw) c.addRaw("stdout", readOutputFrame(Buffer.from(`{"event":"stdout","id":"1","text":${JSON.stringify(piece)}}`))!.raw);
+        else c.add("stdout", piece);
+      }
+      const r = c.result();
+      const { keptBytes, dropped } = splitAtMarker(r.stdout, all);
+      expect(r.truncated_bytes).toBe(dropped);
+      expect(keptBytes).toBeLessThanOrEqual(1000);
+      expect(keptBytes).toBeGreaterThan(1000 - 2 * 40);
+      const [head, tail] = r.stdout.split(/\.\.\. \[\d+ bytes truncated\] \.\.\.\n/) as [string, string];
+      expect(head.endsWith("\n")).toBe(true);
+      const lines = new Set(all.split("\n"));
+      for (const line of [...head.split("\n"), ...tail.split("\n")]) expect(lines.has(line)).toBe(true); // whole lines only
+    }
+  });
+
+  test("no newline within LINE_SNAP_BYTES: the cut stays where the limit put it", () => {
+    const c = new OutputCollector(3000); // head and tail 1500 bytes: each holds 731 bytes of a partial line
+    const line = `${"y".repeat(LINE_SNAP_BYTES * 3)}\n`;
+    for (let i = 0; i < 10; i++) c.add("stdout", line);
+    const r = c.result();
+    expect(r.truncated_bytes).toBe(10 * line.length - 3000);
+    expect(splitAtMarker(r.stdout, line.repeat(10)).keptBytes).toBe(3000);
+  });
+
+  test("an undecoded piece ending in an escaped backslash and an n does not end a line", () => {
+    const c = new OutputCollector(20);
+    const frame = (text: string) => readOutputFrame(Buffer.from(`{"event":"stdout","id":"1","text":${JSON.stringify(text)}}`))!.raw;
+    const pieces = ["a".repeat(10), "b".repeat(30), "c\\n", "d\ne".repeat(2)];
+    for (const p of pieces) c.addRaw("stdout", frame(p));
+    const r = c.result();
+    // The tail "d\ned\ne" follows "c\\n" (no newline there): its first, partial line is cut.
+    expect(r.stdout).toBe(`${"a".repeat(10)}\n${truncationMarker(pieces.join("").length - 10 - 4)}ed\ne`);
   });
 
   test("stdout and stderr share one limit and each reports its own marker", () => {
@@ -168,6 +209,17 @@ describe("capText", () => {
     const capped = capText(text, 11); // head 6 bytes, tail 5 -> 4 bytes (2 characters)
     expect(capped.dropped).toBe(200 - 6 - 4);
     expect(capped.text).toBe(`ééé\n${truncationMarker(190)}éé`);
+  });
+
+  test("a text of lines is cut on line boundaries near the limit's cut, counted exactly", () => {
+    const text = Array.from({ length: 100 }, (_, i) => `row ${i}: ${"v".repeat(i % 13)}`).join("\n");
+    const capped = capText(text, 300);
+    const { keptBytes, dropped } = splitAtMarker(capped.text, text);
+    expect(capped.dropped).toBe(dropped);
+    expect(keptBytes).toBeLessThanOrEqual(300);
+    const [head, tail] = capped.text.split(truncationMarker(dropped)) as [string, string];
+    expect(head.endsWith("\n")).toBe(true);
+    expect(tail.startsWith("row ")).toBe(true);
   });
 
   test("a head ending in a newline gets no extra line break", () => {

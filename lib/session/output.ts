@@ -1,7 +1,8 @@
 // One cell's stdout+stderr under one byte limit, with memory bounded by that limit however much the
 // cell prints. The first half of the limit is kept as the head; the last half rolls as the tail; the
 // middle is counted and dropped. Sizes are UTF-8 bytes; cuts land on character boundaries only, so a
-// kept string never ends or starts inside a multi-byte character.
+// kept string never ends or starts inside a multi-byte character, and on a line boundary where one
+// is within LINE_SNAP_BYTES (the head cut back, the tail forward), counted with the rest.
 //
 // Output can arrive undecoded (addRaw, a RawText from lib/wire/output_frames.ts): once the head is full such a
 // piece is only counted and, if it is still in the tail when the result is made, decoded. The tail
@@ -45,10 +46,39 @@ export function capText(text: string, limit: number): CappedText {
   const bytes = utf8Length(text);
   if (bytes <= limit) return { text, dropped: 0 };
   const headLimit = Math.ceil(limit / 2);
-  const [head, headBytes] = utf8Prefix(text, headLimit);
-  const [tail, tailBytes] = utf8Suffix(text, limit - headLimit);
+  const [head, headBytes] = headToLine(...utf8Prefix(text, headLimit));
+  const [rawTail, rawTailBytes] = utf8Suffix(text, limit - headLimit);
+  const [tail, tailBytes] = tailToLine(rawTail, rawTailBytes, text.charCodeAt(text.length - rawTail.length - 1) === NEWLINE);
   const dropped = bytes - headBytes - tailBytes;
   return { text: joinCut(head, dropped, tail), dropped };
+}
+
+/** How far a cut moves to land on a line boundary: the marker then starts a line, and no half line is kept. */
+export const LINE_SNAP_BYTES = 256;
+
+/** A kept head (and its bytes) cut back to its last newline, when one is within LINE_SNAP_BYTES of its end. */
+function headToLine(head: string, bytes: number): [string, number] {
+  if (head === "" || head.endsWith("\n")) return [head, bytes];
+  const nl = head.lastIndexOf("\n");
+  if (nl < 0 || head.length - nl - 1 > LINE_SNAP_BYTES) return [head, bytes];
+  const partial = utf8Length(head.slice(nl + 1));
+  return partial <= LINE_SNAP_BYTES ? [head.slice(0, nl + 1), bytes - partial] : [head, bytes];
+}
+
+const NEWLINE = 0x0a;
+const BACKSLASH = 0x5c;
+
+/**
+ * A kept tail (and its bytes) cut forward past its first newline, when it does not start a line
+ * already (`atLine`: the byte before it was a newline), a newline is within LINE_SNAP_BYTES of its
+ * start, and something follows it.
+ */
+function tailToLine(tail: string, bytes: number, atLine: boolean): [string, number] {
+  if (atLine) return [tail, bytes];
+  const nl = tail.indexOf("\n");
+  if (nl < 0 || nl > LINE_SNAP_BYTES || nl === tail.length - 1) return [tail, bytes];
+  const partial = utf8Length(tail.slice(0, nl + 1));
+  return partial <= LINE_SNAP_BYTES ? [tail.slice(nl + 1), bytes - partial] : [tail, bytes];
 }
 
 /** Below this share per entry, capEntries cuts the joined text instead (the entries would be unreadable). */
@@ -86,6 +116,17 @@ export function capEntries(entries: readonly string[], limit: number): CappedTex
   return { text: kept.join(""), dropped };
 }
 
+/** True when the piece's text ends with a newline; an undecoded one is asked through its escaped JSON body (`\n`), not decoded. */
+function endsWithNewline(piece: string | RawText): boolean {
+  if (typeof piece === "string") return piece.endsWith("\n");
+  const body = piece.json();
+  let i = body.length - 1;
+  if (i < 1 || body[i] !== 0x6e || body[i - 1] !== BACKSLASH) return false;
+  let slashes = 0;
+  for (i -= 1; i >= 0 && body[i] === BACKSLASH; i--) slashes++;
+  return slashes % 2 === 1; // `\n` is an escaped newline; `\\n` an escaped backslash and an n
+}
+
 /** Head, one marker line for the bytes dropped (none when nothing was), tail. */
 function joinCut(head: string, dropped: number, tail: string): string {
   if (dropped === 0) return head + tail;
@@ -106,6 +147,8 @@ export class OutputCollector {
   private tailStart = 0; // index of the first live piece in `tail` (avoids shift() per eviction)
   private tailBytes = 0;
   private readonly dropped: Record<Stream, number> = { stdout: 0, stderr: 0 };
+  /** Whether the last byte a stream dropped before its tail ends a line (its tail then starts one). */
+  private readonly cutAtLine: Record<Stream, boolean> = { stdout: false, stderr: false };
   /** Total bytes received, kept or not. */
   totalBytes = 0;
 
@@ -157,6 +200,7 @@ export class OutputCollector {
       for (let i = this.tailStart; i < this.tail.length; i++) {
         const p = this.tail[i] as TailPiece;
         this.dropped[p.stream] += p.bytes;
+        this.cutAtLine[p.stream] = endsWithNewline(p.piece);
       }
       this.tail = [];
       this.tailStart = 0;
@@ -170,6 +214,7 @@ export class OutputCollector {
       }
       const [suffix, suffixBytes] = utf8Suffix(piece, this.tailLimit);
       this.dropped[stream] += bytes - suffixBytes;
+      if (suffixBytes < bytes) this.cutAtLine[stream] = piece.charCodeAt(piece.length - suffix.length - 1) === NEWLINE;
       if (suffixBytes > 0) this.tail.push({ stream, piece: suffix, bytes: suffixBytes });
       this.tailBytes = suffixBytes;
       return;
@@ -181,6 +226,7 @@ export class OutputCollector {
       const first = this.tail[this.tailStart] as TailPiece;
       if (this.tailBytes - first.bytes < this.tailLimit) break;
       this.dropped[first.stream] += first.bytes;
+      this.cutAtLine[first.stream] = endsWithNewline(first.piece);
       this.tailBytes -= first.bytes;
       this.tailStart++;
     }
@@ -195,8 +241,10 @@ export class OutputCollector {
     const excess = this.tailBytes - this.tailLimit;
     if (excess <= 0) return;
     const first = this.tail[this.tailStart] as TailPiece;
-    const [suffix, suffixBytes] = utf8Suffix(textOf(first.piece), first.bytes - excess);
+    const text = textOf(first.piece);
+    const [suffix, suffixBytes] = utf8Suffix(text, first.bytes - excess);
     this.dropped[first.stream] += first.bytes - suffixBytes;
+    this.cutAtLine[first.stream] = text.charCodeAt(text.length - suffix.length - 1) === NEWLINE;
     this.tailBytes -= first.bytes - suffixBytes;
     if (suffixBytes === 0) this.tailStart++;
     else this.tail[this.tailStart] = { stream: first.stream, piece: suffix, bytes: suffixBytes };
@@ -215,8 +263,22 @@ export class OutputCollector {
       const p = this.tail[i] as TailPiece;
       tails[p.stream].push(textOf(p.piece));
     }
-    const join = (stream: Stream): string => joinCut(this.head[stream].join(""), this.dropped[stream], tails[stream].join(""));
-    const truncated_bytes = this.truncatedBytes;
-    return { stdout: join("stdout"), stderr: join("stderr"), truncated: truncated_bytes > 0, truncated_bytes };
+    let moved = 0;
+    const join = (stream: Stream): string => {
+      const head = this.head[stream].join("");
+      const tail = tails[stream].join("");
+      if (this.dropped[stream] === 0) return head + tail;
+      // Cut on line boundaries where they are near; what moves from the kept text is counted.
+      const [headBytes, tailBytes] = [utf8Length(head), utf8Length(tail)];
+      const [lineHead, lineHeadBytes] = headToLine(head, headBytes);
+      const [lineTail, lineTailBytes] = tailToLine(tail, tailBytes, this.cutAtLine[stream]);
+      const cut = headBytes - lineHeadBytes + tailBytes - lineTailBytes;
+      moved += cut;
+      return joinCut(lineHead, this.dropped[stream] + cut, lineTail);
+    };
+    const stdout = join("stdout");
+    const stderr = join("stderr");
+    const truncated_bytes = this.truncatedBytes + moved;
+    return { stdout, stderr, truncated: truncated_bytes > 0, truncated_bytes };
   }
 }

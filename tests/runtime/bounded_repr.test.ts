@@ -31,8 +31,9 @@ function needs(module: string) {
   return (name: string, fn: () => Promise<void>, timeoutMs?: number) => test.skipIf(!has)(has ? name : `${name} [skipped: ${PYTHON} cannot import ${module}]`, fn, timeoutMs);
 }
 
-async function vars(rt: Runtime, timeoutMs = 30_000): Promise<Record<string, string>> {
-  const v = await rt.request({ type: "variables" }, timeoutMs);
+/** The listing in its `type: short repr` form (the one these tests are about); `form: "line"` for the default. */
+async function vars(rt: Runtime, timeoutMs = 30_000, form: "repr" | "line" = "repr"): Promise<Record<string, string>> {
+  const v = await rt.request({ type: "variables", form }, timeoutMs);
   expect(v.done.status).toBe("ok");
   return v.done.variables as Record<string, string>;
 }
@@ -89,6 +90,14 @@ describe("short reprs slice before they format", () => {
     expect(listed.d).toEndWith(", ...}");
     expect(listed.nested).toBe("list: [[[[[[[...]]]]]]]"); // six levels shown, as reprlib did
     for (const name of ["s", "items", "d", "wide"]) expect(listed[name]!.length).toBeLessThanOrEqual(6 + 120);
+    // The default form (one line saying what each is) samples as little: its length and first items.
+    let lines: Record<string, string> = {};
+    const l = await peakGrowth(rt.pid, async () => (lines = await vars(rt, 30_000, "line")));
+    expect(l.growth).toBeLessThan(16 * MIB);
+    expect(lines.items).toBe(`list[int] len ${32 * 1024 * 1024}: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, ...]`);
+    expect(lines.d).toStartWith(`dict[int, int] len ${4 * 1024 * 1024}: {4194304: -4194304, `);
+    expect(lines.s).toStartWith(`str len ${3 * Math.floor(PAYLOAD / 3)}: 'ab\\nab`);
+    for (const name of ["s", "items", "d", "wide"]) expect(lines[name]!.length).toBeLessThanOrEqual(120);
     const wide = (await inspectRepr(rt, "wide")).repr as string;
     expect(wide.length).toBeLessThanOrEqual(2000);
     expect(wide).toStartWith("[[[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, ...], [0, 1, ");

@@ -57,7 +57,8 @@ describe("matplotlib inline", () => {
   withMatplotlib("a trailing figure is shown once, as the value's entry; so is one shown by fig.show() or display()", async () => {
     const rt = await Runtime.start();
     const a = await rt.exec(`${PYPLOT}\nfig = plt.figure()\nfig.add_subplot().plot([1, 2])\nfig`, 60_000);
-    expect(a.result).toBe("<Figure size 640x480 with 1 Axes>");
+    expect(a.result).toBeNull(); // its image says what `<Figure size 640x480 with 1 Axes>` would
+    expect((await rt.exec("_ is fig")).result).toBe("True");
     const ds = displays(a.events);
     expect(ds).toHaveLength(1);
     expect(ds[0]!.source).toBe("value");
@@ -70,6 +71,21 @@ describe("matplotlib inline", () => {
     // A figure made without pyplot (never "open") is shown when it is the value.
     const c = await rt.exec("from matplotlib.figure import Figure\nf = Figure(figsize=(2, 1), dpi=100)\nf");
     expect(pngSize(data(displays(c.events)[0])["image/png"])).toEqual({ width: 200, height: 100 });
+  });
+
+  withMatplotlib("a trailing Axes, or the lines plt.plot() returns, whose figure the cell showed: the image and no repr line", async () => {
+    const rt = await Runtime.start();
+    for (
+      const code of [`${PYPLOT}\nplt.plot([1, 2, 3])`, "fig, ax = plt.subplots()\nax.plot([1, 2])\nax", "fig, axes = plt.subplots(1, 2)\naxes.tolist() if hasattr(axes, 'tolist') else list(axes)"]
+    ) {
+      const out = await rt.exec(code, 60_000);
+      expect({ code, result: out.result, shown: displays(out.events).length }).toEqual({ code, result: null, shown: 1 });
+    }
+    // The Axes of a figure that was not shown (made without pyplot, never open) keeps its repr.
+    const kept = await rt.exec("from matplotlib.figure import Figure\nFigure().add_subplot()", 60_000);
+    expect(kept.result).toMatch(/^<Axes/);
+    expect(displays(kept.events)).toEqual([]);
+    expect((await rt.exec("[1, 2]")).result).toBe("[1, 2]");
   });
 
   withMatplotlib("figures in order: plt.show() mid-cell, then the ones still open at the end", async () => {

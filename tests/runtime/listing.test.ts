@@ -50,7 +50,7 @@ describe("variables and inspect run user __repr__", () => {
     const vars = v.done.variables as Record<string, string>;
     expect(vars.loop).toBe("Loop: <repr timed out after 100 ms>");
     expect(vars.sleepy).toBe("Sleepy: <repr timed out after 100 ms>");
-    expect(vars.fine).toBe("list: [1]");
+    expect(vars.fine).toBe("list[int] len 1: [1]");
     const i = await rt.request({ type: "inspect", name: "loop" });
     expect(i.done.status).toBe("ok");
     expect((i.done.info as Record<string, string>).repr).toBe("<repr timed out after 100 ms>");
@@ -71,13 +71,13 @@ describe("variables and inspect run user __repr__", () => {
     expect(vars.k).toBe("K: <repr failed: KeyboardInterrupt>");
     expect(vars.e).toStartWith("E: <E instance at 0x"); // reprlib's marker, kept
     expect(vars.n).toStartWith("N: <N instance at 0x");
-    expect(vars.fine).toBe("list: [1]");
+    expect(vars.fine).toBe("list[int] len 1: [1]");
     const i = await rt.request({ type: "inspect", name: "k" });
     expect(i.done.status).toBe("ok");
     expect((i.done.info as Record<string, string>).repr).toBe("<repr failed: KeyboardInterrupt>");
   });
 
-  test("inspect returns the original awrepl's keys: docstring, and dir for every value (a list too)", async () => {
+  test("inspect keeps the original awrepl's keys: one docstring, and dir for every value (a list too)", async () => {
     const rt = await Runtime.start();
     await rt.exec("x = [1, 2, 3]\ndef greet(n):\n    'Say hello.'\n    return n");
     const x = (await rt.request({ type: "inspect", name: "x" })).done.info as Record<string, unknown>;
@@ -85,10 +85,10 @@ describe("variables and inspect run user __repr__", () => {
     expect(x.len).toBe(3);
     expect(x.dir).toContain("append");
     expect(typeof x.docstring).toBe("string");
-    expect(x.doc).toBeUndefined(); // a list's own doc is its builtin type's: `doc` stays for values that have one
+    expect(x.doc).toBeUndefined(); // one docstring, under the original's key
     const g = (await rt.request({ type: "inspect", name: "greet" })).done.info as Record<string, unknown>;
-    expect(g.doc).toBe("Say hello.");
     expect(g.docstring).toBe("Say hello.");
+    expect(g.doc).toBeUndefined();
   });
 
   test("inspect bounds len() and __doc__ like repr: a slow or failing one is left out, the rest answers", async () => {

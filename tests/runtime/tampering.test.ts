@@ -18,7 +18,7 @@ describe("user code tampering with builtins and modules", () => {
     expect(c.done.status).toBe("error");
     expect(c.error!.ename).toBe("NameError");
     const v = await rt.request({ type: "variables" });
-    expect((v.done.variables as Record<string, string>).x).toBe("list: [1, 2, 3]");
+    expect((v.done.variables as Record<string, string>).x).toBe("list[int] len 3: [1, 2, 3]");
     expect(rt.badLines).toEqual([]);
   });
 
@@ -77,7 +77,7 @@ describe("user code tampering with builtins and modules", () => {
       expect(s.done.saved).toContain("data");
       expect(JSON.parse(readFileSync(join(dir, "b.json"), "utf8")).savedNames).toContain("data");
       const v = await rt.request({ type: "variables" });
-      expect((v.done.variables as Record<string, string>).data).toBe("dict: {'k': [1, 2]}");
+      expect((v.done.variables as Record<string, string>).data).toBe("dict[str, list] len 1: {'k': [1, 2]}");
       expect(rt.badLines).toEqual([]);
     } finally {
       tmp.remove();
@@ -99,5 +99,5 @@ test("through the remote bootstrap too: del builtins.len and __import__ = None l
   expect((await rt.exec("import builtins\ndel builtins.len\nbuiltins.__import__ = None\n3")).result).toBe("3");
   expect((await rt.exec("x")).result).toBe("[1, 2]");
   const v = await rt.request({ type: "variables" });
-  expect((v.done.variables as Record<string, string>).x).toBe("list: [1, 2]");
+  expect((v.done.variables as Record<string, string>).x).toBe("list[int] len 2: [1, 2]");
 });
