@@ -62,6 +62,7 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
     .helpCommand("help [command]", "show help for a command")
     .option("-s, --session <name>", "run in the named session (kept by a background supervisor); default $AWREPL_SESSION")
     .option("--python <cmd>", "interpreter command line for a new session (default: $AWREPL_PYTHON, config, venv, python3)")
+    .option("--venv <dir>", "run a new session in this virtual environment, created on first use (python -m venv) with the interpreter it would otherwise use; writable under --sandbox")
     .option("--sandbox", "run a new session's worker in a sandbox (bubblewrap): no network, read-only but the cwd, home secrets hidden, env allowlist")
     .option("--no-sandbox", "no sandbox for a new session, whatever the config says")
     .option("--sandbox-net", "with --sandbox: keep the network")
@@ -82,7 +83,8 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
   const pythonFlag = () => program.opts<{ python?: string }>().python;
   const sessionFlags = () => {
     const o = program.opts<{ sandbox?: boolean; sandboxNet?: boolean; env: string[]; sandboxWrite: string[]; sandboxGit?: boolean; sandboxHome?: boolean }>();
-    const flags: SandboxFlags & { python?: string } = { python: pythonFlag() };
+    const venv = program.opts<{ venv?: string }>().venv;
+    const flags: SandboxFlags & { python?: string; venv?: string } = { python: pythonFlag(), ...(venv !== undefined ? { venv } : {}) };
     if (o.sandbox !== undefined) flags.sandbox = o.sandbox;
     if (o.sandboxNet) flags.net = true;
     if (o.env.length) flags.env = o.env;
@@ -100,22 +102,34 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
     .option("-f, --file <file>", "read the cell from FILE (__file__ is set to it; tracebacks name it)")
     .option("--json", "print exactly one JSON object: the ExecResult")
     .option("--traceback", "show every traceback frame (default: the failing cell line and the error)")
-    .addOption(new Option("--timeout <ms>", "per-cell timeout in ms, 0 = none (default 30000)").argParser((v) => countOption("--timeout", "timeoutMs", v)))
+    .addOption(new Option("--timeout <time>", "per-cell timeout: 500ms, 30s, 2m, 1h (a bare number is ms), 0 = none (default 30s)").argParser((v) => countOption("--timeout", "timeoutMs", v)))
     .addOption(
-      new Option("--max-output <bytes>", "bytes kept per cell of stdout+stderr, of the display entries' text, and of the value, the exception and the traceback each, 0 = no limit (default 65536)")
+      new Option(
+        "--max-output <size>",
+        "bytes kept per cell (64K, 1M; a bare number is bytes) of stdout+stderr, of the display entries' text, and of the value, the exception and the traceback each, 0 = no limit (default 64K)",
+      )
         .argParser((v) => countOption("--max-output", "maxOutputBytes", v)),
     )
     .option("--autosave", "with --session: snapshot after every cell that changes the namespace, so a timeout kill loses only that cell")
     .option("--display-dir <dir>", "write the cell's display files (plots, images) to DIR, created if missing (default: the state directory)")
+    .option("--id <key>", "with --session: an idempotency key; a repeat of KEY runs nothing and prints the first call's result (replayed)")
+    .option("--detach", "with --session: start the cell and print its id at once (the --id KEY, or a new one); collect it with `wait ID`, look at it with `status ID`")
     .addHelpText("after", RUN_EXAMPLES)
-    .action(async (code: string | undefined, opts: { file?: string; json?: boolean; traceback?: boolean; timeout?: number; maxOutput?: number; autosave?: boolean; displayDir?: string }) => {
-      const args: RunArgs = { code, file: opts.file, json: opts.json, traceback: opts.traceback, timeoutMs: opts.timeout, maxOutputBytes: opts.maxOutput };
-      if (opts.autosave) args.autosave = true;
-      if (opts.displayDir !== undefined) args.displayDir = opts.displayDir;
-      const python = pythonFlag();
-      if (python !== undefined) args.python = python;
-      setExit(await runCommand(args, ctx));
-    });
+    .action(
+      async (
+        code: string | undefined,
+        opts: { file?: string; json?: boolean; traceback?: boolean; timeout?: number; maxOutput?: number; autosave?: boolean; displayDir?: string; id?: string; detach?: boolean },
+      ) => {
+        const args: RunArgs = { code, file: opts.file, json: opts.json, traceback: opts.traceback, timeoutMs: opts.timeout, maxOutputBytes: opts.maxOutput };
+        if (opts.autosave) args.autosave = true;
+        if (opts.id !== undefined) args.id = opts.id;
+        if (opts.detach) args.detach = true;
+        if (opts.displayDir !== undefined) args.displayDir = opts.displayDir;
+        const python = pythonFlag();
+        if (python !== undefined) args.python = python;
+        setExit(await runCommand(args, ctx));
+      },
+    );
 
   const { registerRemoteCommands } = await import("./session_commands.ts");
   registerRemoteCommands(program, ctx, sessionFlags, setExit);
@@ -134,6 +148,8 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
     if (flag !== undefined) checkSessionName(flag);
     const python = pythonFlag();
     if (python !== undefined && python.trim() === "") throw usageError(`--python needs an interpreter command, not ${JSON.stringify(python)}`);
+    const venv = program.opts<{ venv?: string }>().venv;
+    if (venv !== undefined && venv.trim() === "") throw usageError(`--venv needs a directory, not ${JSON.stringify(venv)}`);
   });
 
   program.allowExcessArguments(true).action(async (opts: { selfTest?: boolean }, command: Command) => {

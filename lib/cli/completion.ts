@@ -26,6 +26,7 @@ const OPTION_VALUES: Record<string, ValueKind> = {
   "--python": "command",
   "--display-dir": "dir",
   "--cwd": "dir",
+  "--venv": "dir",
   "--timeout": "number",
   "--max-output": "number",
   "--lines": "number",
@@ -411,7 +412,9 @@ export function registerCompletionCommands(program: Command, ctx: CliContext, ve
     .command("completion")
     .description("print a shell completion script: bash, zsh or fish (its first lines say how to install it)")
     .argument("<shell>", "bash, zsh or fish")
-    .action((shell: string) => {
+    .option("--json", "refused: the output is a shell script for the shell to read")
+    .action((shell: string, opts: { json?: boolean }) => {
+      if (opts.json) throw usageError("completion prints a shell script that the shell sources; it has no JSON form (drop --json)");
       const generate = { bash: bashScript, zsh: zshScript, fish: fishScript }[shell as Shell];
       if (!generate) throw usageError(`completion takes bash, zsh or fish, not ${JSON.stringify(shell)}`);
       process.stdout.write(generate(programSpec(program), version));

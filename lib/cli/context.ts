@@ -9,7 +9,7 @@ export type CliContext = Settings & {
   /** The session named by -s/--session (before or after the subcommand) or AWREPL_SESSION; validated. */
   session(): string | undefined;
   /** The global options that shape a session this command creates: --python and the sandbox flags. */
-  sessionFlags(): SandboxFlags & { python?: string };
+  sessionFlags(): SandboxFlags & { python?: string; venv?: string };
 };
 
 /**
@@ -19,7 +19,7 @@ export type CliContext = Settings & {
 export async function makeContext(
   flagSession: () => string | undefined,
   env: NodeJS.ProcessEnv,
-  sessionFlags: () => SandboxFlags & { python?: string } = () => ({}),
+  sessionFlags: () => SandboxFlags & { python?: string; venv?: string } = () => ({}),
 ): Promise<CliContext> {
   const settings = await resolveSettings(env);
   let told = false;

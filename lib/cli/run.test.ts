@@ -13,6 +13,9 @@ describe("parseFastRun", () => {
     expect(parseFastRun(["--python", "/usr/bin/python3", "run", "x"])).toEqual({ session: undefined, run: { code: "x", python: "/usr/bin/python3" }, sandbox: {} });
     expect(parseFastRun(["run", "--", "-1"])).toEqual({ session: undefined, run: { code: "-1" }, sandbox: {} });
     expect(parseFastRun(["-s", "a", "run", "--autosave", "x"])).toEqual({ session: "a", run: { code: "x", autosave: true }, sandbox: {} });
+    expect(parseFastRun(["-s", "a", "run", "--id", "k1", "--detach", "x"])).toEqual({ session: "a", run: { code: "x", id: "k1", detach: true }, sandbox: {} });
+    expect(parseFastRun(["-s", "a", "run", "--timeout", "30s", "--max-output", "64K", "x"])).toEqual({ session: "a", run: { code: "x", timeoutMs: 30_000, maxOutputBytes: 65_536 }, sandbox: {} });
+    expect(parseFastRun(["-s", "a", "run", "--id", "--json", "x"])).toBeNull(); // commander says what --id lacks
     // The sandbox flags, global like --python, anywhere on the line.
     expect(parseFastRun(["--sandbox", "-s", "a", "run", "--env", "TOKEN", "--sandbox-net", "--sandbox-write=/data", "--env=B", "x"])).toEqual({
       session: "a",

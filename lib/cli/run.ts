@@ -9,7 +9,7 @@
 import { attach, connectEarly, type RemoteExecuteOptions, type RemoteSession } from "../client/attach.ts";
 import { ExitCode, exitCodeForStatus, usageError } from "../core/errors.ts";
 import { resolvePath as resolve } from "../core/fastio.ts";
-import { parseCount } from "../core/limits.ts";
+import { IDEMPOTENCY, parseCount } from "../core/limits.ts";
 import { killGroup } from "../core/process.ts";
 import { SESSION_NAME } from "../core/names.ts";
 import type { ExecResult } from "../protocol/result.ts";
@@ -34,6 +34,10 @@ export type RunArgs = {
   autosave?: boolean;
   /** Move the cell's display files (images) here: created if missing, never cleaned by awrepl. */
   displayDir?: string;
+  /** An idempotency key (named sessions only): a repeat runs nothing and gets the first result. */
+  id?: string;
+  /** Start the cell detached and print its id (named sessions only): `wait ID` collects it. */
+  detach?: boolean;
 };
 
 /** The id an ephemeral `run` gives its worker; the result reports `session: null`. */
@@ -41,6 +45,8 @@ const EPHEMERAL_ID = "run";
 
 export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number> {
   const name = ctx.session();
+  if (args.id !== undefined) checkIdFlag(args.id, name);
+  if (args.detach && name === undefined) throw usageError("--detach needs a named session (-s NAME): an ephemeral worker ends with this command");
   // A named session: connect (and say hello) now, while the cell and the config are read.
   const early = name === undefined ? undefined : connectEarly({ clientEnv: ctx.env, layout: ctx.layout });
   let code: string;
@@ -104,6 +110,7 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
     // Sent with the cell: a session that exists already has limits of its own.
     const execOptions: RemoteExecuteOptions = { timeoutMs, maxOutputBytes, signal: ctrlC.signal };
     if (args.file !== undefined && args.file !== "-") execOptions.filename = resolve(args.file);
+    if (args.id !== undefined) execOptions.id = args.id;
     // Undecoded: only the head the echo shows is ever decoded, however much the cell prints.
     if (live) {
       execOptions.onRawOutput = (stream, raw) => live.outputRaw(stream, raw);
@@ -111,6 +118,7 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
       const head = LiveEcho.headBytes(maxOutputBytes);
       if (Number.isFinite(head)) execOptions.liveLimit = head;
     }
+    if (args.detach) return await startDetached(session as RemoteSession, code, execOptions, args, name as string);
     const execution = session.execute(code, execOptions).catch((err: unknown) => {
       if (abandoned) return "gave up" as const; // we closed its worker ourselves
       throw err;
@@ -129,6 +137,7 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
 
     if (args.json) await writeStream("stdout", renderJson(result));
     else {
+      if (result.replayed) await writeStream("stderr", `awrepl: --id ${args.id}: this key ran before in session ${name}; its result is shown again, nothing ran\n`);
       // Only a failure is coloured; process.stderr is not touched otherwise (building it costs ms).
       const color = result.status !== "ok" && useColor(process.stderr.isTTY, ctx.env);
       await writeRendered(renderText(result, { traceback: args.traceback, color, echoed: live?.echoed }));
@@ -138,6 +147,29 @@ export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number
     ctrlC.dispose();
     // close() ends an ephemeral worker; for a named session it only detaches (the session stays).
     await session?.close();
+  }
+}
+
+/**
+ * `run --detach`: sends the cell detached under its id (--id, or a new one), has its result kept, and
+ * prints the id once the supervisor holds the cell; the cell runs on after this command exits.
+ */
+async function startDetached(session: RemoteSession, code: string, options: RemoteExecuteOptions, args: RunArgs, name: string): Promise<number> {
+  const id = args.id ?? `c${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+  const { signal: _signal, onRawOutput: _raw, liveLimit: _live, ...rest } = options;
+  const cell = session.executeDetached(code, { ...rest, id });
+  // Its result also arrives here if it finishes first: nobody waits for it in this process.
+  cell.result.catch(() => {});
+  await cell.keepResult();
+  await writeStream("stdout", args.json ? `${JSON.stringify({ id, state: "running", session: name })}\n` : `${id}\n`);
+  return ExitCode.ok;
+}
+
+/** `--id KEY`: a key of IDEMPOTENCY.maxKeyLength characters at most, for a named session (an ephemeral worker keeps no keys). */
+function checkIdFlag(id: string, session: string | undefined): void {
+  if (session === undefined) throw usageError(`--id ${JSON.stringify(id)} needs a named session (-s NAME): an ephemeral run keeps no keys`);
+  if (id === "" || id.length > IDEMPOTENCY.maxKeyLength) {
+    throw usageError(`--id needs a key of 1 to ${IDEMPOTENCY.maxKeyLength} characters, not ${JSON.stringify(id.length > 40 ? `${id.slice(0, 40)}...` : id)}`);
   }
 }
 
@@ -216,9 +248,10 @@ export function parseFastRun(argv: readonly string[]): FastRun | null {
       else (sandbox.write ??= []).push(v);
     } else if (!sawRun) {
       return null; // run's own options are not program options
-    } else if (inline === undefined && (flag === "--json" || flag === "--traceback" || flag === "--autosave")) {
+    } else if (inline === undefined && (flag === "--json" || flag === "--traceback" || flag === "--autosave" || flag === "--detach")) {
       if (flag === "--json") run.json = true;
       else if (flag === "--autosave") run.autosave = true;
+      else if (flag === "--detach") run.detach = true;
       else run.traceback = true;
     } else if (flag === "--timeout" || flag === "--max-output") {
       const v = value();
@@ -226,6 +259,10 @@ export function parseFastRun(argv: readonly string[]): FastRun | null {
       if (!parsed || "problem" in parsed) return null; // commander says why
       if (flag === "--timeout") run.timeoutMs = parsed.value;
       else run.maxOutputBytes = parsed.value;
+    } else if (flag === "--id") {
+      const v = value();
+      if (v === undefined || (inline === undefined && v.startsWith("-"))) return null;
+      run.id = v;
     } else if (flag === "--display-dir") {
       const v = value();
       if (v === undefined || v === "" || (inline === undefined && v.startsWith("-"))) return null;

@@ -43,17 +43,21 @@ export function registerRemoteCommands(program: Command, ctx: CliContext, flags:
   program
     .command("reset")
     .description("clear the session's namespace (the worker keeps running)")
-    .action(async () => {
+    .option("--json", "print one JSON object: {session, reset}")
+    .action(async (opts: { json?: boolean }) => {
       await withSession(ctx, flags(), (s) => s.reset(), EXISTING);
+      if (opts.json) print(JSON.stringify({ session: requireSession(ctx), reset: true }));
     });
 
   program
     .command("interrupt")
     .description("interrupt the session's running cell (from any shell)")
-    .action(async () => {
+    .option("--json", "print one JSON object: {session, interrupted}")
+    .action(async (opts: { json?: boolean }) => {
       const name = requireSession(ctx);
       const { interruptSession } = await import("../client/daemon.ts");
       const interrupted = await interruptSession(name, client());
+      if (interrupted && opts.json) print(JSON.stringify({ session: name, interrupted }));
       if (!interrupted) {
         const [{ listSessions }, { knownSessionNames }, { resolveHome }] = await Promise.all([
           import("../client/daemon.ts"),
@@ -62,7 +66,8 @@ export function registerRemoteCommands(program: Command, ctx: CliContext, flags:
         ]);
         const known = (await listSessions(client())).some((r) => r.name === name) || knownSessionNames(resolveHome(client())).includes(name);
         if (!known) throw new AwreplError("session_not_found", `No session named ${JSON.stringify(name)}`);
-        process.stderr.write(`Session ${name} was not running a cell\n`);
+        if (opts.json) print(JSON.stringify({ session: name, interrupted }));
+        else process.stderr.write(`Session ${name} was not running a cell\n`);
       }
     });
 
@@ -110,20 +115,23 @@ export function registerRemoteCommands(program: Command, ctx: CliContext, flags:
     .argument("[name]", "the session to close")
     .option("--all", "close every session")
     .option("--keep", "snapshot first and keep it: the next use of the name restores it (a session whose snapshot fails is not closed; exit 1)")
-    .action(async (name: string | undefined, opts: { all?: boolean; keep?: boolean }) => {
+    .option("--json", "print one JSON object: {closed: [names], unsaved: [StopSnapshot]}")
+    .action(async (name: string | undefined, opts: { all?: boolean; keep?: boolean; json?: boolean }) => {
       const { closeAllSessionsReport, closeSessionReport } = await import("../client/daemon.ts");
       const options = { ...client(), keep: opts.keep === true };
       let unsaved: StopSnapshot[];
       if (opts.all) {
         if (name !== undefined) throw usageError("close takes a session name or --all, not both");
         const report = await closeAllSessionsReport(options);
-        process.stderr.write(report.closed.length ? `Closed ${report.closed.join(", ")}\n` : "No sessions to close\n");
+        if (opts.json) print(JSON.stringify({ closed: report.closed, unsaved: report.unsaved }));
+        else process.stderr.write(report.closed.length ? `Closed ${report.closed.join(", ")}\n` : "No sessions to close\n");
         unsaved = report.unsaved;
       } else {
         if (name === undefined) throw usageError("close needs a session name (or --all)");
         const report = await closeSessionReport(name, options);
         if (!report.found) throw new AwreplError("session_not_found", `No session named ${JSON.stringify(name)}`);
         unsaved = report.unsaved;
+        if (opts.json) print(JSON.stringify({ closed: unsaved.length ? [] : [name], unsaved }));
       }
       // --keep whose snapshot failed: the session was left running rather than lose its state.
       for (const o of unsaved) process.stderr.write(`awrepl: session ${o.session} was NOT closed: its snapshot failed: ${o.error}. It keeps running; close it without --keep to end it anyway.\n`);
@@ -178,7 +186,8 @@ export function registerRemoteCommands(program: Command, ctx: CliContext, flags:
       if (!/^\d+$/.test(v)) throw usageError(`--lines must be a number, not ${JSON.stringify(v)}`);
       return Number(v);
     })
-    .action(async (opts: { lines?: number }) => {
+    .option("--json", "print one JSON object: {path, lines: [text]} (lines: null when there is no log yet)")
+    .action(async (opts: { lines?: number; json?: boolean }) => {
       const { daemonLogPath } = await import("../client/daemon.ts");
       const path = daemonLogPath(client());
       const { readFileSync } = await import("node:fs");
@@ -186,10 +195,12 @@ export function registerRemoteCommands(program: Command, ctx: CliContext, flags:
       try {
         text = readFileSync(path, "utf8");
       } catch {
+        if (opts.json) return print(JSON.stringify({ path, lines: null }));
         process.stderr.write(`No supervisor log yet (${path})\n`);
         return;
       }
       if (opts.lines !== undefined) text = text.split("\n").slice(-opts.lines - 1).join("\n");
+      if (opts.json) return print(JSON.stringify({ path, lines: text.split("\n").filter((line, i, all) => line !== "" || i < all.length - 1) }));
       process.stdout.write(text);
     });
 
@@ -224,7 +235,7 @@ async function withSession<T>(ctx: CliContext, flags: SessionFlags, fn: (s: Remo
 
 /** (program.createOption: this module imports no commander value, see the top.) */
 function timeoutOption(program: Command): Option {
-  return program.createOption("--timeout <ms>", "this call's deadline in ms, 0 = none (default: the session's)").argParser((v) => countOption("--timeout", "timeoutMs", v));
+  return program.createOption("--timeout <time>", "this call's deadline (500ms, 30s, 2m; bare = ms), 0 = none (default: the session's)").argParser((v) => countOption("--timeout", "timeoutMs", v));
 }
 
 async function isDirectory(path: string): Promise<boolean> {

@@ -18,6 +18,8 @@ export type SessionFlags = SandboxFlags & {
   maxOutputBytes?: number;
   /** --autosave: switches autosave on for the session (never off). */
   autosave?: boolean;
+  /** --venv DIR: the session runs in that virtual environment (created on first use). */
+  venv?: string;
 };
 
 /** The limits of a command's session and calls: its flags over the config (the CLI's edge). */
@@ -36,6 +38,7 @@ export function attachOptions(settings: Settings, flags: SessionFlags = {}, limi
   const options: AttachOptions = {
     python: flags.python,
     defaultPython: config.python,
+    venv: flags.venv ?? config.venv,
     // What a session created by this call keeps; the supervisor's config has the rest of its limits.
     timeoutMs: limits.timeoutMs,
     maxOutputBytes: limits.maxOutputBytes,
@@ -56,6 +59,7 @@ export function ownSessionOptions(settings: Settings, flags: SessionFlags = {}, 
   const options: ReplSessionOptions = {
     ...limits,
     python: flags.python ?? config.python,
+    venv: flags.venv ?? config.venv,
     cwd: settings.cwd,
     home: settings.layout.home,
     figureFormat: config.figureFormat,

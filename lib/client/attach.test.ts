@@ -32,6 +32,36 @@ afterEach(async () => {
   }
 });
 
+describe("calls safe to retry, and detached cells by id", () => {
+  test("execute(code, {id}) runs once: a repeat from another attachment gets the first result, replayed; other code under the id is refused", async () => {
+    const h = home();
+    await using a = await attach("keys", { home: h, python: PYTHON });
+    await using b = await attach("keys", { home: h, python: PYTHON });
+    expect((await a.execute("orders = []")).status).toBe("ok");
+    const first = await a.execute("orders.append(1); len(orders)", { id: "append-1" });
+    expect(first).toMatchObject({ value: "1", status: "ok" });
+    expect(first.replayed).toBeUndefined();
+    const again = await b.execute("orders.append(1); len(orders)", { id: "append-1" });
+    expect(again).toMatchObject({ value: "1", replayed: true, session: "keys" });
+    await expect(b.execute("orders.clear()", { id: "append-1" })).rejects.toMatchObject({ code: "usage" });
+    expect((await b.execute("orders")).value).toBe("[1]");
+  });
+
+  test("executeDetached(code, {id}) and wait(id): running, then its result, from another attachment after the first went away", async () => {
+    const h = home();
+    const a = await attach("bg", { home: h, python: PYTHON });
+    const cell = a.executeDetached("import time\ntime.sleep(1)\n'slept'", { id: "job-1" });
+    cell.result.catch(() => {});
+    expect(await cell.keepResult()).toBe(true);
+    await a.close();
+    await using b = await attach("bg", { home: h, python: PYTHON });
+    expect(await b.wait("job-1")).toMatchObject({ state: "running", mine: false });
+    const done = await b.wait("job-1", { waitMs: 20_000 });
+    expect(done).toMatchObject({ state: "done", result: { value: "'slept'", status: "ok" } });
+    await expect(b.wait("no-such-job")).rejects.toMatchObject({ code: "usage" });
+  });
+});
+
 describe("attach", () => {
   test("two attachments share one live namespace; close() only detaches", async () => {
     const h = home();

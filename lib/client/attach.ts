@@ -91,9 +91,12 @@ export type DetachedCell = {
  * to wait for. A kept result is handed out once.
  */
 export type Collected =
-  | { state: "done"; result: ExecResult; mine: boolean }
-  | { state: "running"; elapsedMs: number | null; mine: boolean }
-  | { state: "idle" };
+  | { state: "done"; result: ExecResult; mine: boolean; finishedMsAgo?: number }
+  /** `output`: wait(id, {output: true}) of a cell still running: its latest output so far (bounded). */
+  | { state: "running"; elapsedMs: number | null; mine: boolean; output?: string }
+  | { state: "idle" }
+  /** wait(id): the session no longer keeps that cell's result (`reason`: its bounds, or the call never ran). */
+  | { state: "dropped"; reason: string };
 
 /** A connection (and its hello) on its way, started before attach() (see connectEarly). */
 export type EarlyConnection = { layout: HomeLayout; conn: Promise<SupervisorConnection | null> };
@@ -213,12 +216,25 @@ export class RemoteSession implements Session {
     });
   }
 
+  /**
+   * The cell named `id` (the idempotency key it was sent with: `executeDetached(code, {id})`, `run
+   * --detach`), from any process: its result once it finishes (waiting up to `waitMs`, default 0:
+   * just look), `running` with how long, or `dropped` when the session no longer keeps it. Unlike
+   * collect(), the result stays (within the key's bounds, lib/core/limits.ts IDEMPOTENCY); an id the
+   * session never saw is a usage error.
+   */
+  async wait(id: string, options: { waitMs?: number; output?: boolean } = {}): Promise<Collected> {
+    const request = { type: "collect", session: this.id, key: id, wait_ms: options.waitMs ?? 0, ...(options.output ? { output: true } : {}) } as const;
+    return this.send("safe", async (conn) => collected(await conn.call(request)));
+  }
+
   private async executeCall(code: string, options: RemoteExecuteOptions, detach: boolean, onSent?: (conn: SupervisorConnection, id: RequestId) => void): Promise<ExecResult> {
     const { onOutput, onDisplay, onRawOutput, onHostRequest, signal } = options;
     signal?.throwIfAborted?.();
     // Live output goes undecoded to onRawOutput, or decoded to onOutput.
     const output = onRawOutput ?? (onOutput ? (stream: "stdout" | "stderr", raw: RawText) => onOutput(stream, raw.text()) : undefined);
-    return this.send("once", async (conn) => {
+    // A cell with an idempotency key runs once however often it is sent: safe to send again.
+    return this.send(options.id === undefined ? "once" : "safe", async (conn) => {
       const call = conn.execute(
         {
           type: "execute",
@@ -233,6 +249,7 @@ export class RemoteSession implements Session {
           filename: options.filename,
           detach: detach || undefined,
           host_bridge: onHostRequest ? true : undefined,
+          idempotency_key: options.id,
         },
         {
           output,
@@ -347,7 +364,8 @@ export class RemoteSession implements Session {
 
 /** A `collect` reply as the library shows it. */
 export function collected(value: CollectValue): Collected {
-  if (value.state === "running") return { state: "running", elapsedMs: value.elapsed_ms, mine: value.mine };
+  if (value.state === "running") return { state: "running", elapsedMs: value.elapsed_ms, mine: value.mine, ...(value.output !== undefined ? { output: value.output } : {}) };
+  if (value.state === "done" && value.finished_ms_ago !== undefined) return { state: "done", result: value.result, mine: value.mine, finishedMsAgo: value.finished_ms_ago };
   return value;
 }
 
@@ -362,6 +380,8 @@ function sessionSpec(options: AttachOptions, env: NodeJS.ProcessEnv): SessionSpe
     // supervisor from the cwd and env sent, by the one rule (lib/worker/interpreter.ts chooseCommand).
     python: options.python ?? options.defaultPython ?? env.AWREPL_PYTHON,
     python_given: options.python !== undefined || undefined,
+    // Resolved here: the supervisor's directory is not the caller's.
+    venv: options.venv === undefined ? undefined : absolutePath(cwd, options.venv),
     sandbox: options.sandbox,
     cwd,
     // The whole environment, as an ephemeral run gets it: the supervisor's is whoever started it.
@@ -372,6 +392,11 @@ function sessionSpec(options: AttachOptions, env: NodeJS.ProcessEnv): SessionSpe
     autosave: options.autosave,
     existing: options.existing || undefined,
   };
+}
+
+/** `path` against `cwd` (no node:path on this hot-path module). */
+function absolutePath(cwd: string, path: string): string {
+  return path.startsWith("/") ? path : `${cwd.replace(/\/+$/, "")}/${path}`;
 }
 
 /**

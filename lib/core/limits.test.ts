@@ -22,5 +22,26 @@ test("parseCount reads a flag's count by what it is: a wait is a duration, an im
   expect(parseCount("50000", "waitMs")).toEqual({ value: 50_000 });
   expect(parseCount(String(MAX_DELAY_MS + 1), "waitMs")).toEqual({ problem: `must be at most ${MAX_DELAY_MS} ms (about 24.8 days; 0 means none), not ${MAX_DELAY_MS + 1}` });
   expect(parseCount(String(MAX_DELAY_MS + 1), "maxImageBytes")).toEqual({ value: MAX_DELAY_MS + 1 });
-  expect(parseCount("-1", "heartbeatMs")).toEqual({ problem: 'must be a whole number, 0 or more, not "-1"' });
+  expect(parseCount("-1", "heartbeatMs")).toEqual({ problem: 'must be a duration such as 500ms, 30s, 2m or 1h (a bare number is milliseconds), not "-1"' });
+});
+
+test("parseCount takes units by what the key is: durations 500ms/30s/2m/1h, sizes 64K/1M/2G, counts bare", () => {
+  expect(parseCount("30s", "timeoutMs")).toEqual({ value: 30_000 });
+  expect(parseCount("500ms", "graceMs")).toEqual({ value: 500 });
+  expect(parseCount("2m", "waitMs")).toEqual({ value: 120_000 });
+  expect(parseCount("1h", "idleExitMs")).toEqual({ value: 3_600_000 });
+  expect(parseCount("1.5s", "timeoutMs")).toEqual({ value: 1500 });
+  expect(parseCount(" 250 ", "timeoutMs")).toEqual({ value: 250 });
+  expect(parseCount("64K", "maxOutputBytes")).toEqual({ value: 65_536 });
+  expect(parseCount("1M", "maxImageBytes")).toEqual({ value: 1_048_576 });
+  expect(parseCount("2G", "snapshotMaxBytes")).toEqual({ value: 2 * 1024 ** 3 });
+  expect(parseCount("64KiB", "maxOutputBytes")).toEqual({ value: 65_536 });
+  expect(parseCount("100", "displayMaxEntries")).toEqual({ value: 100 });
+  expect(parseCount("30x", "timeoutMs")).toMatchObject({ problem: expect.stringContaining('not "30x"') });
+  expect(parseCount("30s", "maxOutputBytes")).toMatchObject({ problem: expect.stringContaining("must be a size") });
+  expect(parseCount("1K", "displayMaxEntries")).toMatchObject({ problem: expect.stringContaining("whole number") });
+  expect(parseCount("-1s", "timeoutMs")).toMatchObject({ problem: expect.stringContaining('not "-1s"') });
+  expect(parseCount("30d", "timeoutMs")).toMatchObject({ problem: expect.stringContaining('not "30d"') });
+  expect(parseCount("25d", "timeoutMs")).toMatchObject({ problem: expect.stringContaining("must be a duration") });
+  expect(parseCount("600h", "timeoutMs")).toMatchObject({ problem: expect.stringContaining('at most 2147483647 ms (about 24.8 days; 0 means none), not 2160000000 (from "600h")') });
 });

@@ -4,6 +4,7 @@
 // sources are laid over the defaults (resolveLimits): each edge (a command, the MCP server,
 // ReplSession.start, the supervisor's session factory) resolves a whole Limits once and passes it on.
 import { usageError } from "./errors.ts";
+import { parseDuration, parseSize, parseWhole } from "./units.ts";
 
 /**
  * What 0 means for every limit and duration (a timeout, the output cap, the snapshot caps, the idle
@@ -49,6 +50,18 @@ export const DEFAULTS = {
 export type FigureFormat = "png" | "svg";
 export const FIGURE_FORMATS: readonly FigureFormat[] = ["png", "svg"];
 
+/**
+ * Idempotency keys (an execute's `id`, `run --id`, MCP `idempotency_key`; `run --detach` names its
+ * cell by one): how many finished ones a session keeps with their results (the oldest go first), for
+ * how long, how long a key may be, and how many dropped keys are remembered so that asking for one
+ * says it was dropped. Kept with the session's default snapshot, so they survive a supervisor restart
+ * as its state does (docs/supervisor-protocol.md).
+ */
+export const IDEMPOTENCY = { keysKept: 128, maxAgeMs: 24 * 60 * 60_000, maxKeyLength: 128, droppedRemembered: 1024 } as const;
+
+/** Characters of a running keyed cell's latest output the supervisor keeps for `status ID --output` (its tail). */
+export const OUTPUT_SO_FAR_CHARS = 8_192;
+
 /** The longest delay a timer takes (2^31 - 1 ms); every duration is checked against it. */
 export const MAX_DELAY_MS = 2_147_483_647;
 
@@ -74,6 +87,13 @@ const FLAG_ONLY_KEYS = ["waitMs", "maxImageBytes", "heartbeatMs"] as const;
 export type NumberKey = (typeof NUMBER_KEYS)[number] | (typeof FLAG_ONLY_KEYS)[number];
 /** The numbers that are durations (a timer must be able to hold them). */
 const DURATION_KEYS: ReadonlySet<string> = new Set(["timeoutMs", "graceMs", "idleExitMs", "sessionIdleMs", "waitMs", "heartbeatMs"]);
+/** The numbers that are sizes in bytes (they take `64K`, `1M`, `2G`: lib/core/units.ts). */
+const SIZE_KEYS: ReadonlySet<string> = new Set(["maxOutputBytes", "snapshotMaxBytes", "snapshotMaxVariableBytes", "displayMaxBytes", "displayMaxPayloadBytes", "maxImageBytes"]);
+
+/** What kind of quantity setting `key` is: how its text is read (parseCount), and how help names it. */
+export function quantityKind(key: string): "duration" | "size" | "count" {
+  return DURATION_KEYS.has(key) ? "duration" : SIZE_KEYS.has(key) ? "size" : "count";
+}
 
 /**
  * Every limit a session runs under, resolved (DEFAULTS says what each one is): a session keeps its
@@ -124,13 +144,17 @@ export function checkLimits(options: Partial<Record<NumberKey, unknown>>, prefix
 }
 
 /**
- * A whole number from the command line or the environment (`--timeout 5000`, AWREPL_TIMEOUT_MS), checked
- * as `key` is (a duration is at most MAX_DELAY_MS); a problem when `text` is not a plain non-negative whole number.
+ * A number from the command line, the environment or a config file (`--timeout 30s`,
+ * AWREPL_MAX_OUTPUT_BYTES=64K), read as what `key` is: a duration (`500ms`, `30s`, `2m`, `1h`; bare =
+ * ms), a size (`64K`, `1M`, `2G`; bare = bytes) or a plain count (lib/core/units.ts), then checked as
+ * `key` is (a duration is at most MAX_DELAY_MS). The problem names the offending text.
  */
-export function parseCount(text: string, key: NumberKey): { value: number } | { problem: string } {
-  const trimmed = text.trim();
-  if (!/^\d+$/.test(trimmed)) return { problem: `must be a whole number, 0 or more, not ${JSON.stringify(text)}` };
-  const value = Number(trimmed);
-  const problem = limitProblem(key, value);
-  return problem ? { problem } : { value };
+export function parseCount(text: string, key: string): { value: number } | { problem: string } {
+  const kind = quantityKind(key);
+  const parsed = kind === "duration" ? parseDuration(text) : kind === "size" ? parseSize(text) : parseWhole(text);
+  if ("problem" in parsed) return parsed;
+  const problem = limitProblem(key, parsed.value);
+  if (!problem) return parsed;
+  // A value read with a unit is named as it was typed too.
+  return { problem: text.trim() === String(parsed.value) ? problem : `${problem} (from ${JSON.stringify(text)})` };
 }

@@ -52,7 +52,8 @@ export class CellTools {
     const name = this.o.sessionName(a.session);
     const mine = this.cells.get(name) ?? [];
     const left = mine.find((c) => c.reported && !c.settled && !c.stopping);
-    if (left) {
+    // A retry of a keyed cell is no new cell: the session answers it with the first one's result.
+    if (left && a.idempotency_key === undefined) {
       throw new AwreplError(
         "session_busy",
         `Session ${name} is still running the cell started ${ago(left.startedAt)} (status "running"): call \`wait\` to collect its result or \`interrupt\` to stop it`,
@@ -68,7 +69,7 @@ export class CellTools {
       const status = old.result?.status ?? (kept?.state === "done" ? kept.result.status : "unknown");
       if (!old.stopping) notice = `The previous cell (started ${ago(old.startedAt)}) finished with status ${status}; its result was not collected.`;
     }
-    const cell = new Cell(name, remote, a.code, { timeoutMs: a.timeout_ms ?? this.o.cell.timeoutMs, maxOutputBytes: a.max_output ?? this.o.cell.maxOutputBytes });
+    const cell = new Cell(name, remote, a.code, { timeoutMs: a.timeout_ms ?? this.o.cell.timeoutMs, maxOutputBytes: a.max_output ?? this.o.cell.maxOutputBytes }, a.idempotency_key);
     this.cells.set(name, [...(this.cells.get(name) ?? []), cell]);
     const outcome = await waitWithProgress(cell.finished, {
       waitMs: a.wait_ms ?? this.o.waitMs,

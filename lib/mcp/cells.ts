@@ -13,6 +13,7 @@
 import type { DetachedCell, RemoteSession } from "../client/attach.ts";
 import { deadline, DeadlineError } from "../core/deadline.ts";
 import type { CallLimits } from "../core/limits.ts";
+import { Tail } from "../core/tail.ts";
 import type { DisplayItem, ExecResult } from "../protocol/result.ts";
 import { emptyResult } from "./content.ts";
 
@@ -33,23 +34,6 @@ export type ProgressSource = {
   latest(): string;
   watch(fn: () => void): () => void;
 };
-
-/** The last `max` characters of a stream, and how many bytes were dropped before them. */
-class Tail {
-  text = "";
-  dropped = 0;
-  constructor(private readonly max: number) {}
-  push(s: string): void {
-    this.text += s;
-    if (this.text.length > this.max * 2) this.trim();
-  }
-  trim(): void {
-    if (this.text.length <= this.max) return;
-    const cut = this.text.length - this.max;
-    this.dropped += Buffer.byteLength(this.text.slice(0, cut));
-    this.text = this.text.slice(cut);
-  }
-}
 
 /** One cell this server sent: its detached execute request, kept in memory until its result is handed on. */
 export class Cell implements ProgressSource {
@@ -76,8 +60,11 @@ export class Cell implements ProgressSource {
     remote: RemoteSession,
     code: string,
     limits: CallLimits,
+    /** The agent's idempotency key: a retry gets the first call's result (`replayed`) and runs nothing. */
+    idempotencyKey?: string,
   ) {
     this.call = remote.executeDetached(code, {
+      id: idempotencyKey,
       timeoutMs: limits.timeoutMs,
       maxOutputBytes: limits.maxOutputBytes,
       liveLimit: LIVE_LIMIT_BYTES,

@@ -43,6 +43,7 @@ export type ContentOptions = {
 export function execContent(result: ExecResult, options: ContentOptions): ToolResult {
   const { stdout, stderr } = options.format.result(result);
   const notes: string[] = [];
+  if (result.replayed) notes.push("(replayed: this idempotency_key ran before; nothing ran now, this is its first result)");
   const images = imageBlocks(result.display, options.maxImageBytes, notes);
   let text = joinText(stdout, stderr, notes.join("\n"));
   // Some hosts show nothing at all for an empty text block.

@@ -7,7 +7,7 @@
 // against the output schema before sending it, so ExecResult's statuses must all be listed here
 // (schemas.test.ts checks that ExecResult fits).
 import * as z from "zod";
-import { MAX_DELAY_MS } from "../core/limits.ts";
+import { IDEMPOTENCY, MAX_DELAY_MS } from "../core/limits.ts";
 import { SESSION_NAME } from "../core/names.ts";
 
 /** The defaults the descriptions state (they come from flags and the config). */
@@ -48,6 +48,14 @@ export function argumentSchemas(d: SchemaDefaults) {
         .optional()
         .describe(`Bytes of stdout+stderr kept (head and tail; default ${d.maxOutputBytes}).`),
       wait_ms: waitMs,
+      idempotency_key: z
+        .string()
+        .min(1)
+        .max(IDEMPOTENCY.maxKeyLength)
+        .optional()
+        .describe(
+          "A key of your choosing for this cell. Send it again when you retry a call whose answer you did not get: the cell is not run twice; the retry gets the first call's result, marked `replayed`, or waits for it. The same key with other code is an error.",
+        ),
     }),
     wait: z.strictObject({ session, wait_ms: waitMs }),
     session: z.strictObject({ session }),
@@ -92,6 +100,7 @@ export const execResult = z.looseObject({
   display_dropped: z.number().int().optional().describe("Display entries left out (over the per-cell count or the output limit)"),
   notice: z.string().optional(),
   restored: z.looseObject({ source: z.string(), restored: z.array(z.string()), failed: z.array(nameFailure) }).optional(),
+  replayed: z.boolean().optional().describe("true: this call repeated an idempotency_key; nothing ran, this is the first call's result"),
 });
 
 export const variablesResult = z.looseObject({ session: z.string(), variables: z.record(z.string(), z.string()) });

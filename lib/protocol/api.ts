@@ -38,6 +38,12 @@ export type SessionOptions = {
   graceMs?: number;
   /** Interpreter command line (`python3`, `/usr/bin/python3`, `docker exec -i box python3`). */
   python?: string;
+  /**
+   * Run in this virtual environment (a directory; relative to `cwd`): its python, created on first use
+   * with `python -m venv` by the interpreter the session would otherwise run (`python`, or the usual
+   * order). In a sandbox the directory is writable, so `pip install` persists in it.
+   */
+  venv?: string;
   /** Working directory of the worker. Default: the caller's. */
   cwd?: string;
   /** Extra environment for the worker. */
@@ -69,6 +75,13 @@ export type ExecuteOptions = {
    * cell gets. Without it the cell gets `{"error": "no host bridge in this awrepl host"}`.
    */
   onHostRequest?: HostRequestHandler;
+  /**
+   * An idempotency key: a call with a key the session has seen runs nothing, and gets the first
+   * call's result marked `replayed: true` (waiting for it while it still runs); the same key with
+   * other code is a usage error. At most 128 characters; a session keeps its last 128 keys for a day
+   * (lib/core/limits.ts IDEMPOTENCY), with its snapshot.
+   */
+  id?: string;
 };
 
 /** A host request's data in, the reply's data out (an object; anything else arrives as `{value}`). */

@@ -52,4 +52,6 @@ export type ExecResult = {
   notice?: string;
   /** Set when this call's worker was restored from a snapshot before it ran. */
   restored?: RestoreReport;
+  /** This call repeated an idempotency key: nothing ran, this is the first call's result. */
+  replayed?: boolean;
 };

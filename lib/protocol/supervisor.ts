@@ -20,6 +20,8 @@ import type { DisplayItem, ExecResult, RestoreReport } from "./result.ts";
  */
 export type SessionSpec = {
   python?: string;
+  /** The virtual environment the session runs in (an absolute directory, created on first use: SessionOptions.venv). */
+  venv?: string;
   /**
    * Run the worker in a sandbox with this profile; `false`: explicitly none (`--no-sandbox`);
    * absent: none, and no preference. Part of the saved spec: a session re-created from it gets the
@@ -73,7 +75,7 @@ export type HelloRequest = { type: "hello"; op: "hello"; protocol: number; versi
 /** Ends every session and the supervisor. Accepted whatever the hello said (version upgrades); `op` as in hello. */
 export type StopRequest = { type: "stop"; op: "stop"; id?: RequestId };
 /** Creates the session if it does not exist (with `spec`), otherwise just checks it. */
-export type OpenRequest = { type: "open"; id: RequestId; session: string; spec?: SessionSpec };
+export type OpenRequest = { type: "open"; id: RequestId; session: string; spec?: SessionSpec; owned?: boolean };
 export type ExecuteCallRequest = {
   type: "execute";
   id: RequestId;
@@ -104,6 +106,16 @@ export type ExecuteCallRequest = {
    * `host_reply` request answers it. Without it the supervisor answers them with an error at once.
    */
   host_bridge?: boolean;
+  /**
+   * Create the session owned by this connection (docs/supervisor-protocol.md
+   * "Owned sessions"): never restored or saved, closed when this connection closes, invisible to others.
+   */
+  owned?: boolean;
+  /**
+   * An idempotency key (ExecuteOptions.id): a repeat runs nothing and gets the first call's result
+   * marked `replayed`, or waits for it; other code under the same key is a usage error.
+   */
+  idempotency_key?: string;
 };
 /** The answer to a `host_request` reply of the client's running execute `target`. */
 export type HostReplyCallRequest = { type: "host_reply"; id: RequestId; target: RequestId; host_id: string; data: Record<string, unknown> };
@@ -128,7 +140,7 @@ export type ControlRequest =
    * The result of a detached cell: a kept one at once (handed out once, then forgotten), else waits up
    * to `wait_ms` (default 0) for the session's oldest detached call still queued or running.
    */
-  | { type: "collect"; id: RequestId; session: string; wait_ms?: number }
+  | { type: "collect"; id: RequestId; session: string; wait_ms?: number; key?: string; output?: boolean }
   /**
    * Keep the result of this connection's detached execute `target` in its session for `collect`, even
    * though it is still sent here: for a client that may end before it hands the result on.
@@ -156,7 +168,10 @@ export type SessionInfo = {
   worker: "local" | "sandbox" | "transport" | null;
   /** The worker runs in a sandbox (`--sandbox`). */
   sandbox: boolean;
+  /** The interpreter the worker runs: its real executable (symlinks resolved), version, and venv if any. */
   python: string;
+  /** The command it was started from (`python3`, a pyenv shim, `--python`), null when unknown. */
+  python_command: string | null;
   /** The worker's working directory, as the worker reports it. */
   cwd: string;
   state: "idle" | "busy";
@@ -166,6 +181,8 @@ export type SessionInfo = {
   age_ms: number;
   idle_ms: number;
   rss_bytes: number | null;
+  /** Owned by one connection (`owned: true`): closed with it, never saved, and only that connection may use it. */
+  owned: boolean;
 };
 
 export type DaemonStatus = {
@@ -190,9 +207,12 @@ export type DaemonStatus = {
  * been running (null: still queued behind another call).
  */
 export type CollectValue =
-  | { state: "done"; result: ExecResult; mine: boolean }
-  | { state: "running"; elapsed_ms: number | null; mine: boolean }
-  | { state: "idle" };
+  | { state: "done"; result: ExecResult; mine: boolean; finished_ms_ago?: number }
+  /** `output`: with a `key` and `output: true`, the cell's latest output so far (its last OUTPUT_SO_FAR_CHARS characters, stdout and stderr as they came). */
+  | { state: "running"; elapsed_ms: number | null; mine: boolean; output?: string }
+  | { state: "idle" }
+  /** Only for a `key`: the session no longer keeps that key's result (`reason` says why: its bounds, or it never ran). */
+  | { state: "dropped"; reason: string };
 
 /** The `value` of an `ok` reply, per request type. */
 export type OkValue = {

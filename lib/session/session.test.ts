@@ -88,7 +88,7 @@ describe("the original awrepl's cases", () => {
     expect(info.repr).toBe("[1, 2, 3]");
     expect(info.len).toBe(3);
     const fn = await s.inspect("greet");
-    expect(fn.doc).toContain("Say hello.");
+    expect(fn.docstring).toContain("Say hello.");
     const err = await rejection(s.inspect("nope"));
     expect(err.code).toBe("name_not_found");
     expect(err.message).toContain('"nope"');

@@ -22,11 +22,12 @@ import { passedOver, sandboxWrittenRoot } from "../settings/sandbox_written.ts";
 import { checkSessionName } from "../core/names.ts";
 import type { DoneEvent, InspectInfo } from "../protocol/runtime.ts";
 import type { ExecResult, RestoreReport } from "../protocol/result.ts";
-import { type Interpreter, resolveInterpreter } from "../worker/interpreter.ts";
+import { type Interpreter, resolveInterpreter, venvPython } from "../worker/interpreter.ts";
 import { interruptByUser, interruptOnAbort, type RunningCall, watchDeadline } from "./running_call.ts";
 import { checkMove, type Loss, NextResultNotices, type WorkerSlot } from "./session_state.ts";
 import { aftermath, type Recovery, SessionSnapshots, type SnapshotTransfer } from "./snapshots.ts";
-import { defaultSnapshotPath, describeSnapshot } from "./snapshot_files.ts";
+import { defaultSnapshotPath, describeSnapshot, keysPath } from "./snapshot_files.ts";
+import { IdempotencyKeys, type KeyState } from "./idempotency.ts";
 import type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, SnapshotReport } from "../protocol/api.ts";
 import type { SpareWorkers } from "../worker/spare.ts";
 import { type RequestHandlers, UndeliveredRequestError, type Worker, type WorkerListeners } from "../worker/worker.ts";
@@ -133,6 +134,8 @@ export class ReplSession implements Session {
   private running: RunningCall | null = null;
   /** Output that arrived between cells (background threads): it opens the next cell's output. */
   private stray: OutputCollector | null = null;
+  /** The idempotency keys of its calls (ExecuteOptions.id), saved with its default snapshot. */
+  private readonly keys = new IdempotencyKeys();
 
   private constructor(id: string, options: ReplSessionOptions, resolved: Resolved) {
     const { home, cwd, interpreter, env, limits } = resolved;
@@ -159,6 +162,13 @@ export class ReplSession implements Session {
       (body, options) => this.control(body, false, options.recoverOnKill ?? true, options),
       (text) => this.notices.note(text),
     );
+    this.snapshots.afterDefaultWrite = () => {
+      try {
+        this.keys.save(keysPath(home, id));
+      } catch (err) {
+        this.notices.note(`The idempotency keys of session ${id} could not be saved with its snapshot: ${(err as Error).message}`);
+      }
+    };
     this.calls = new CallQueue({
       refusal: () => (this.closed ? closedError(this.id) : null),
       onStart: () => {
@@ -180,7 +190,12 @@ export class ReplSession implements Session {
     const home = ensurePrivateDir(options.home ?? stateDir());
     const env = options.env ? { ...process.env, ...options.env } : process.env;
     const cwd = workingDirectory(options.cwd);
-    const interpreter = await resolveInterpreter({ python: options.python, env, cwd, home });
+    // --venv: its python runs the session (the venv made first, by the interpreter chosen otherwise),
+    // and a sandbox may write it, so packages installed from a cell stay.
+    const venv = options.venv === undefined ? undefined : resolve(cwd, options.venv);
+    const python = venv ? await venvPython(venv, { python: options.python, env, cwd, home }) : options.python;
+    if (venv && options.sandbox) options = { ...options, sandbox: { ...options.sandbox, writable: [...new Set([...(options.sandbox.writable ?? []), venv])] } };
+    const interpreter = await resolveInterpreter({ python, env, cwd, home });
     const session = new ReplSession(id, options, { home, cwd, interpreter, env, limits, figureFormat: options.figureFormat ?? DEFAULTS.figureFormat });
     for (const notice of interpreter.notices ?? []) session.notices.note(notice);
     // The worker keeps the cwd off sys.path there (lib/worker/launch.ts): say why an import fails.
@@ -190,6 +205,8 @@ export class ReplSession implements Session {
     if (options.restoreOnStart) {
       try {
         session.notices.restoredAtStart(await session.snapshots.restoreAtStart(() => session.closed));
+        // Kept with the snapshot: the calls whose effects it holds are not run again.
+        session.keys.load(keysPath(home, id));
       } catch (err) {
         await session.close();
         throw err;
@@ -248,6 +265,48 @@ export class ReplSession implements Session {
     } catch (err) {
       return Promise.reject(err);
     }
+    if (options.id !== undefined) return this.executeOnce(code, options);
+    return this.executeCell(code, options);
+  }
+
+  /**
+   * A call with an idempotency key: run once. A repeat gets the first result (`replayed`), waiting
+   * for it if it still runs; if the first never ran (its wait ran out, it was withdrawn), this one runs.
+   */
+  /** What the idempotency key `key` stands for in this session now (a detached cell named by it: `wait ID`). */
+  keyed(key: string): KeyState | null {
+    return this.keys.lookup(key);
+  }
+
+  /** Hears each idempotency key the session drops (its bounds: lib/core/limits.ts IDEMPOTENCY). */
+  set onKeyDropped(listener: ((key: string, reason: string) => void) | null) {
+    this.keys.onDrop = listener;
+  }
+
+  private async executeOnce(code: string, options: CellOptions): Promise<ExecResult> {
+    const turn = this.keys.claim(options.id, code);
+    if (!turn.run) {
+      const first = await turn.result;
+      return first === null ? this.executeOnce(code, options) : { ...first, replayed: true };
+    }
+    let ran = false;
+    const onStart = () => {
+      ran = true;
+      options.onStart?.();
+    };
+    let result: ExecResult;
+    try {
+      result = await this.executeCell(code, { ...options, onStart });
+    } catch (err) {
+      turn.forget();
+      throw err;
+    }
+    if (ran) turn.finish(result);
+    else turn.forget();
+    return result;
+  }
+
+  private executeCell(code: string, options: CellOptions): Promise<ExecResult> {
     // The call's own limits, else the session's: settled here, once, for its wait and its run.
     const limits: CallLimits = { timeoutMs: options.timeoutMs ?? this.limits.timeoutMs, maxOutputBytes: options.maxOutputBytes ?? this.limits.maxOutputBytes };
     const call = new Promise<ExecResult>((resolveResult, rejectResult) => {

@@ -5,6 +5,8 @@
 //   snapshots/<name>/snapshot.pkl          the default snapshot's payload
 //   snapshots/<name>/snapshot.json         its manifest (what the runtime, or the host, wrote beside it)
 //   snapshots/<name>/spec.json             how the supervisor created the session (mode 0600: its env)
+//   snapshots/<name>/keys.json             its idempotency keys and their results, written with the
+//                                          default snapshot (mode 0600: they hold the cells' output)
 //   snapshots/<name>/unsaved.json          a process holds the session's state, newer than its snapshot
 //                                          (markHeld), or the last stop's snapshot failed: either is said
 //                                          to the session's next user
@@ -43,6 +45,11 @@ const UNSAVED = "unsaved.json";
  * through only in place, over blocks the file already has.
  */
 const MARKER_BYTES = 4096;
+
+/** snapshots/<name>/keys.json: the session's idempotency keys, written with its default snapshot (idempotency.ts). */
+export function keysPath(home: string, name: string): string {
+  return join(sessionDir(home, name), "keys.json");
+}
 
 /** Creates session `name`'s directory (and snapshots/), private; returns it. */
 export function ensureSessionDir(home: string, name: string): string {
@@ -327,6 +334,7 @@ export function forgetSnapshot(home: string, name: string): boolean {
   rmSync(path, { force: true });
   rmSync(manifestPath(path), { force: true });
   rmSync(specPath(home, name), { force: true });
+  rmSync(keysPath(home, name), { force: true });
   clearUnsaved(home, name);
   sweepTempFiles(path);
   rmSync(displayFolder(home, name, false), { recursive: true, force: true });

@@ -117,6 +117,8 @@ export class SessionSnapshots {
   private holding = false;
   /** Names the last autosave skipped, so a new one is reported once, not after every cell. */
   private autosaveSkipped = new Set<string>();
+  /** Runs after each default snapshot is written: what is kept with it (the idempotency keys) is written then too. */
+  afterDefaultWrite: (() => void) | null = null;
 
   constructor(
     private readonly id: string,
@@ -148,7 +150,10 @@ export class SessionSnapshots {
     this.latest = target;
     // The state on disk is current again: an earlier failed stop snapshot no longer needs saying.
     // Not so the marker of a session this process holds: its next cell is newer than this snapshot.
-    if (!this.holding && isDefaultSnapshot(this.home, target)) clearUnsaved(this.home, this.id);
+    const isDefault = isDefaultSnapshot(this.home, target);
+    if (!this.holding && isDefault) clearUnsaved(this.home, this.id);
+    // This session's own default snapshot (not a path that happens to be another session's).
+    if (isDefault && target === defaultSnapshotPath(this.home, this.id)) this.afterDefaultWrite?.();
     return {
       path: target,
       saved: done.saved ?? [],

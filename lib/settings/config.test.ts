@@ -67,7 +67,9 @@ describe("loadConfig", () => {
 
   test("unknown keys and wrong types are named", async () => {
     await expect(loadConfig(setup(`{"timeout": 5}`))).rejects.toThrow(/Unknown config key "timeout"/);
-    await expect(loadConfig(setup(`{"timeoutMs": "5"}`))).rejects.toThrow(/"timeoutMs" .* must be a non-negative number, not "5"/);
+    await expect(loadConfig(setup(`{"timeoutMs": "5 parsecs"}`))).rejects.toThrow(/"timeoutMs" .* must be a duration such as 500ms, 30s, 2m or 1h .*, not "5 parsecs"/);
+    await expect(loadConfig(setup(`{"maxOutputBytes": "64Q"}`))).rejects.toThrow(/"maxOutputBytes" .* must be a size such as 65536, 64K, 1M or 2G .*, not "64Q"/);
+    await expect(loadConfig(setup(`{"maxOutputBytes": true}`))).rejects.toThrow(/"maxOutputBytes" .* must be a non-negative number, not true/);
     await expect(loadConfig(setup(`[1]`))).rejects.toThrow(/must be a JSON object/);
   });
 
@@ -80,7 +82,16 @@ describe("loadConfig", () => {
   test("a bad number in the environment names the variable and the value", async () => {
     const { cwd, env } = setup();
     await expect(loadConfig({ cwd, env: { ...env, AWREPL_TIMEOUT_MS: "abc" } })).rejects.toThrow(
-      'AWREPL_TIMEOUT_MS must be a non-negative number of milliseconds, not "abc"',
+      'AWREPL_TIMEOUT_MS must be a duration such as 500ms, 30s, 2m or 1h (a bare number is milliseconds), not "abc"',
+    );
+  });
+
+  test("durations and sizes take units in files and the environment alike (units.ts)", async () => {
+    const { cwd, env } = setup(`{"timeoutMs": "2m", "maxOutputBytes": "1M", "graceMs": "1.5s"}`);
+    const config = await loadConfig({ cwd, env: { ...env, AWREPL_IDLE_EXIT_MS: "1h" } });
+    expect(config).toMatchObject({ timeoutMs: 120_000, maxOutputBytes: 1_048_576, idleExitMs: 3_600_000, graceMs: 1500 });
+    await expect(loadConfig({ cwd, env: { ...env, AWREPL_MAX_OUTPUT: "10 lines" } })).rejects.toThrow(
+      'AWREPL_MAX_OUTPUT must be a size such as 65536, 64K, 1M or 2G (a bare number is bytes), not "10 lines"',
     );
   });
 });

@@ -6,7 +6,7 @@
 import type { ParseError } from "jsonc-parser";
 import { AwreplError } from "../core/errors.ts";
 import { builtin, fileExists, joinPath as join, resolvePath as resolve } from "../core/fastio.ts";
-import { DEFAULTS, FIGURE_FORMATS, type FigureFormat, limitProblem, NUMBER_KEYS } from "../core/limits.ts";
+import { DEFAULTS, FIGURE_FORMATS, type FigureFormat, limitProblem, NUMBER_KEYS, parseCount } from "../core/limits.ts";
 import { ENV_VAR_NAME } from "../core/names.ts";
 import type { SandboxProfile } from "../protocol/api.ts";
 import { stateDir } from "./home.ts";
@@ -20,6 +20,8 @@ export type Config = {
   graceMs: number;
   /** Interpreter command line; undefined = resolve in the interpreter order (lib/worker/interpreter.ts). */
   python?: string;
+  /** A virtual environment new sessions run in (created on first use); a relative one is the config file's directory's. */
+  venv?: string;
   /** The supervisor exits after this long with no sessions; 0 = never. */
   idleExitMs: number;
   /** A session with no call for this long is snapshotted and closed; 0 = never. */
@@ -54,6 +56,7 @@ const envKeys: Record<string, keyof Config> = {
   AWREPL_TIMEOUT_MS: "timeoutMs",
   AWREPL_MAX_OUTPUT: "maxOutputBytes",
   AWREPL_PYTHON: "python",
+  AWREPL_VENV: "venv",
   AWREPL_IDLE_EXIT_MS: "idleExitMs",
   AWREPL_AUTOSAVE: "autosave",
   AWREPL_SANDBOX: "sandbox",
@@ -84,7 +87,8 @@ export async function loadConfig(options: LoadConfigOptions = {}): Promise<Confi
       project = null;
     }
   }
-  const needsTrust = (["python", "sandbox"] as const).filter((k) => project?.config[k] !== undefined && (k === "python" || loosens(project.config.sandbox)));
+  // A venv chooses the interpreter as much as `python` does.
+  const needsTrust = (["python", "venv", "sandbox"] as const).filter((k) => project?.config[k] !== undefined && (k !== "sandbox" || loosens(project.config.sandbox)));
   if (project && needsTrust.length > 0) {
     const { trustState } = await import("./trust.ts");
     const state = trustState(home, projectFile, project.text);
@@ -167,14 +171,21 @@ export function validateConfig(value: unknown, where: string): Partial<Config> {
   const out: Partial<Config> = {};
   for (const [key, v] of Object.entries(value)) {
     if ((NUMBER_KEYS as readonly string[]).includes(key)) {
-      const problem = limitProblem(key, v);
+      // A number, or text with a unit ("30s", "64K"): the one parser every option uses.
+      const parsed = typeof v === "string" ? parseCount(v, key) : null;
+      if (parsed && "problem" in parsed) throw new AwreplError("usage", `Config key "${key}" in ${where} ${parsed.problem}`);
+      const value = parsed ? parsed.value : v;
+      const problem = limitProblem(key, value);
       if (problem) throw new AwreplError("usage", `Config key "${key}" in ${where} ${problem}`);
-      (out as Record<string, unknown>)[key] = v;
+      (out as Record<string, unknown>)[key] = value;
     } else if (key === "python") {
       if (typeof v !== "string" || v.trim() === "") {
         throw new AwreplError("usage", `Config key "python" in ${where} must be a non-empty string`);
       }
       out.python = v;
+    } else if (key === "venv") {
+      if (typeof v !== "string" || v.trim() === "") throw new AwreplError("usage", `Config key "venv" in ${where} must be a directory (a non-empty string), not ${JSON.stringify(v ?? null)}`);
+      out.venv = resolve(where.endsWith(".jsonc") ? builtin("node:path").dirname(where) : process.cwd(), v);
     } else if (key === "figureFormat") {
       if (!FIGURE_FORMATS.includes(v as FigureFormat)) {
         throw new AwreplError("usage", `Config key "figureFormat" in ${where} must be ${FIGURE_FORMATS.map((f) => JSON.stringify(f)).join(" or ")}, not ${JSON.stringify(v ?? null)}`);
@@ -236,10 +247,14 @@ function configFromEnv(env: NodeJS.ProcessEnv): Partial<Config> {
   for (const [name, key] of Object.entries(envKeys)) {
     const v = env[name];
     if (v === undefined || v === "") continue;
-    if (key === "python") raw[key] = v;
+    if (key === "python" || key === "venv") raw[key] = v;
     else if (key === "autosave" || key === "sandbox") raw[key] = v === "1" || v.toLowerCase() === "true";
-    else if (/^\d+(\.\d+)?$/.test(v.trim())) raw[key] = Number(v);
-    else throw new AwreplError("usage", `${name} must be a non-negative number of ${key === "maxOutputBytes" ? "bytes" : "milliseconds"}, not ${JSON.stringify(v)}`);
+    else {
+      // Read by the one rule for quantities (a unit allowed); the problem names the variable.
+      const parsed = parseCount(v, key);
+      if ("problem" in parsed) throw new AwreplError("usage", `${name} ${parsed.problem}`);
+      raw[key] = parsed.value;
+    }
   }
   return validateConfig(raw, "the environment");
 }

@@ -6,7 +6,9 @@
 // request never reaches another.
 import { existsSync } from "node:fs";
 import { asAwreplError, AwreplError } from "../core/errors.ts";
-import { byteLimit } from "../core/limits.ts";
+import { byteLimit, OUTPUT_SO_FAR_CHARS } from "../core/limits.ts";
+import { Tail } from "../core/tail.ts";
+import type { RawText } from "../wire/output_frames.ts";
 import { AWREPL_VERSION, buildId, SUPERVISOR_PROTOCOL } from "../core/version.ts";
 import type { ClientRequest, DaemonStatus, ExecuteCallRequest, HelloRequest, RequestId, SessionCallRequest, StopSnapshot } from "../protocol/supervisor.ts";
 import type { HomeLayout } from "../settings/home.ts";
@@ -103,19 +105,20 @@ function dispatch(host: RequestHost, client: ClientConnection, request: Exclude<
   const later = (value: Promise<unknown>) => void value.then(ok, (err: unknown) => client.error(request.id, asAwreplError(err)));
   switch (request.type) {
     case "interrupt":
-      return later(sessions.interrupt(request.session).then((interrupted) => ({ interrupted })));
+      return later(sessions.interrupt(request.session, client).then((interrupted) => ({ interrupted })));
     case "cancel":
       return ok({ cancelled: sessions.cancel(client, request.target) });
     case "collect":
+      if (request.key !== undefined) return later(sessions.collectKey(client, request.session, request.key, request.wait_ms ?? 0, request.output === true));
       return later(sessions.collect(client, request.id, request.session, request.wait_ms ?? 0));
     case "keep_result":
       return ok({ kept: sessions.keepResult(client, request.target) });
     case "host_reply":
       return ok({ delivered: sessions.hostReply(client, request.target, request.host_id, request.data) });
     case "close":
-      return later(closeSession(host, request.session, request.keep === true));
+      return later(closeSession(host, client, request.session, request.keep === true));
     case "close_all":
-      return later(closeAllSessions(host, request.keep === true));
+      return later(closeAllSessions(host, client, request.keep === true));
     case "list":
       return later(sessions.list());
     case "status":
@@ -128,7 +131,9 @@ function dispatch(host: RequestHost, client: ClientConnection, request: Exclude<
 /** Hands `request` to its session's queue (session_table.ts); the session is created from the request's spec if needed. */
 function queue(host: RequestHost, client: ClientConnection, request: QueuedRequest): void {
   const { id, session: name } = request;
-  if (request.spec?.existing && !host.sessions.has(name)) checkRecoverable(host.layout.home, name);
+  const owned = (request.type === "open" || request.type === "execute") && request.owned === true;
+  if (owned && !host.sessions.has(name)) checkNameFree(host.layout.home, name);
+  else if (request.spec?.existing && !host.sessions.visible(name, client)) checkRecoverable(host.layout.home, name);
   // Whether this call created the session. (It is known once submit() returns; a call on a session
   // that exists already is handed to it inside submit(), and then it is false, as it should be.)
   let created = false;
@@ -139,6 +144,7 @@ function queue(host: RequestHost, client: ClientConnection, request: QueuedReque
     id,
     abort: new AbortController(),
     detach: request.type === "execute" && request.detach === true,
+    key: request.type === "execute" ? request.idempotency_key : undefined,
     fail: (error) => client.error(id, error),
     // Its turn (the call's signal, the table's start hook) goes with it into the session's queue.
     run: async (session, turn) => {
@@ -147,6 +153,9 @@ function queue(host: RequestHost, client: ClientConnection, request: QueuedReque
       if (request.type === "execute") return execute(host.sessions, client, session, request, call, turn, created, hostRequests, mismatch);
       const ok = (value: unknown) => client.reply(mismatch ? { event: "ok", id, value, notice: mismatch } : { event: "ok", id, value });
       if (request.type === "open") return ok(await session.inTurn(async () => ({ created, pid: session.pid }), turn));
+      if (request.type === "snapshot" && request.path === undefined && host.sessions.ownedBy(name, client)) {
+        throw new AwreplError("usage", `Session ${name} is owned by this connection and keeps nothing in the state directory: give snapshot a path`);
+      }
       ok(await sessionCall(session, request, turn));
     },
   };
@@ -155,7 +164,17 @@ function queue(host: RequestHost, client: ClientConnection, request: QueuedReque
     // A detached cell outlives its client: its host requests have nobody to answer them any more.
     call.ownerGone = () => hostRequests.end("its client went away");
   }
-  created = host.sessions.submit(name, request.spec, call);
+  created = host.sessions.submit(name, request.spec, call, owned);
+}
+
+/**
+ * An owned session must not take over a name the state directory knows (a saved snapshot or spec):
+ * it would shadow that session, and it could never save under the name anyway.
+ */
+function checkNameFree(home: string, name: string): void {
+  if (existsSync(defaultSnapshotPath(home, name)) || existsSync(specPath(home, name))) {
+    throw new AwreplError("usage", `Session ${JSON.stringify(name)} is saved in ${home} (it has a snapshot or a saved spec): an owned session needs a name of its own`);
+  }
 }
 
 /**
@@ -192,25 +211,36 @@ async function execute(
   const onStart = () => {
     ran = true;
     turn.onStart();
-    // Asked for by a later caller (`run --autosave`): switched on as its cell starts, never off, by a spec.
-    if (request.spec?.autosave === true) session.autosave = true;
+    // Asked for by a later caller (`run --autosave`): switched on as its cell starts, never off, by a
+    // spec. Not for an owned session, which never writes a snapshot of its own.
+    if (request.spec?.autosave === true && !sessions.ownedBy(name, client)) session.autosave = true;
   };
   const stream = request.stream === true;
   // Past the client's live_limit its output is not shown: not forwarding it saves copying (and
   // buffering, for a slow reader) what the result's head and tail carry anyway.
   let liveLeft = byteLimit(request.live_limit ?? 0);
+  // A keyed cell's latest output, for `status ID --output` from anyone while it runs (decoded only then).
+  const soFar = request.idempotency_key === undefined ? null : new Tail(OUTPUT_SO_FAR_CHARS);
+  if (soFar) call.outputSoFar = () => (soFar.trim(), soFar.text);
+  const forward = stream
+    ? (s: "stdout" | "stderr", raw: RawText) => {
+      if (liveLeft <= 0) return;
+      liveLeft -= raw.bytes;
+      client.output(s, id, raw);
+    }
+    : null;
   const result = await session.execute(request.code, {
     timeoutMs: request.timeout_ms,
     maxOutputBytes: request.max_output_bytes,
     filename: request.filename,
+    id: request.idempotency_key,
     signal: turn.signal,
     onStart,
     // Forwarded as the runtime wrote it: never decoded and re-encoded here.
-    onRawOutput: stream
+    onRawOutput: forward || soFar
       ? (s, raw) => {
-        if (liveLeft <= 0) return;
-        liveLeft -= raw.bytes;
-        client.output(s, id, raw);
+        soFar?.push(raw.text());
+        forward?.(s, raw);
       }
       : undefined,
     onDisplay: stream ? (item) => client.display(id, item) : undefined,
@@ -300,7 +330,13 @@ async function sessionCall(session: ReplSession, request: SessionCallRequest, tu
  * running session is snapshotted first instead, so its next use restores it as it was; if that
  * snapshot fails the session is NOT closed (closing would lose its state): the reply says why.
  */
-async function closeSession(host: RequestHost, name: string, keep: boolean): Promise<{ closed: boolean; forgot: boolean; snapshot?: StopSnapshot }> {
+async function closeSession(host: RequestHost, client: ClientConnection, name: string, keep: boolean): Promise<{ closed: boolean; forgot: boolean; snapshot?: StopSnapshot }> {
+  // Another connection's owned session is not there for this one; its own is ended, with nothing to forget.
+  if (host.sessions.has(name) && !host.sessions.visible(name, client)) throw new AwreplError("session_not_found", `No session named ${JSON.stringify(name)}`);
+  if (host.sessions.ownedBy(name, client)) {
+    if (keep) throw new AwreplError("usage", `Session ${name} is owned by this connection and keeps nothing: close it without keep`);
+    return { closed: await host.sessions.close(name), forgot: false };
+  }
   if (keep) {
     const [snapshot] = await snapshotBeforeStop(host.sessions.live().filter(([n]) => n === name), host.log, { home: host.layout.home, stop: "close --keep", record: false });
     if (snapshot && snapshot.status !== "saved") return { closed: false, forgot: false, snapshot };
@@ -313,15 +349,15 @@ async function closeSession(host: RequestHost, name: string, keep: boolean): Pro
   return { closed, forgot };
 }
 
-async function closeAllSessions(host: RequestHost, keep: boolean): Promise<{ closed: string[]; forgot: string[]; snapshots?: StopSnapshot[] }> {
+async function closeAllSessions(host: RequestHost, client: ClientConnection, keep: boolean): Promise<{ closed: string[]; forgot: string[]; snapshots?: StopSnapshot[] }> {
   if (keep) {
     const snapshots = await snapshotBeforeStop(host.sessions.live(), host.log, { home: host.layout.home, stop: "close --all --keep", record: false });
     const unsaved = new Set(snapshots.filter((s) => s.status !== "saved").map((s) => s.session));
     const closed: string[] = [];
-    for (const name of host.sessions.names.filter((n) => !unsaved.has(n))) if (await host.sessions.close(name, { keepFiles: true })) closed.push(name);
+    for (const name of host.sessions.visibleNames(client).filter((n) => !unsaved.has(n))) if (await host.sessions.close(name, { keepFiles: true })) closed.push(name);
     return { closed, forgot: [], snapshots };
   }
-  const closed = await host.sessions.closeAll();
+  const closed = await host.sessions.closeAll({}, client);
   const forgot = knownSessionNames(host.layout.home).filter((name) => forgetClosedSession(host.layout.home, name));
   if (forgot.length) host.log(`snapshots forgotten: ${forgot.join(", ")}`);
   return { closed, forgot };

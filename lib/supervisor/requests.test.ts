@@ -64,6 +64,22 @@ describe("reading a request line", () => {
     expect(errorOf({ type: "execute", id: 1, session: "a", code: "x", detach: "yes" }).error.message).toContain("detach");
   });
 
+  test("owned, idempotency keys, collect by key and spec.venv are checked (protocol 3)", () => {
+    expect(accepted({ type: "open", id: 1, session: "a", owned: true })).toBe(true);
+    expect(errorOf({ type: "open", id: 1, session: "a", owned: "yes" }).error.message).toContain("owned");
+    expect(errorOf({ type: "execute", id: 1, session: "a", code: "x", owned: 1 }).error.message).toContain("owned");
+    expect(accepted({ type: "execute", id: 1, session: "a", code: "x", idempotency_key: "k-1" })).toBe(true);
+    for (const bad of ["", "k".repeat(129), 7]) {
+      const { error } = errorOf({ type: "execute", id: 1, session: "a", code: "x", idempotency_key: bad });
+      expect(error.code).toBe("usage");
+      expect(error.message).toContain("idempotency_key");
+    }
+    expect(accepted({ type: "collect", id: 1, session: "a", key: "k-1", wait_ms: 10 })).toBe(true);
+    expect(errorOf({ type: "collect", id: 1, session: "a", key: "" }).error.message).toContain("key");
+    expect(accepted({ type: "open", id: 1, session: "a", spec: { venv: "/tmp/env" } })).toBe(true);
+    expect(errorOf({ type: "open", id: 1, session: "a", spec: { venv: "env" } }).error.message).toContain("spec.venv");
+  });
+
   test("collect takes a bounded wait_ms; keep_result needs a target", () => {
     expect(accepted({ type: "collect", id: 1, session: "a" })).toBe(true);
     expect(accepted({ type: "collect", id: 1, session: "a", wait_ms: 5000 })).toBe(true);

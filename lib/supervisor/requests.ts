@@ -9,7 +9,7 @@
 // against it, so a request added there and not here (or the other way round), or one whose `session`
 // or `id` flag disagrees with its declaration, fails to compile.
 import { AwreplError } from "../core/errors.ts";
-import { MAX_DELAY_MS } from "../core/limits.ts";
+import { IDEMPOTENCY, MAX_DELAY_MS } from "../core/limits.ts";
 import { checkSessionName, ENV_VAR_NAME } from "../core/names.ts";
 import type { ClientRequest, RequestId, RequestOf, RequestType, SessionSpec } from "../protocol/supervisor.ts";
 
@@ -47,14 +47,15 @@ const REQUESTS: { readonly [T in RequestType]: Rule<T> } = {
     },
   },
   stop: { session: false, id: false },
-  open: { session: true, id: true },
+  open: { session: true, id: true, check: (f) => checkFlag(f, "owned") },
   execute: {
     session: true,
     id: true,
     check(f) {
       checkString(f, "code");
       for (const key of ["timeout_ms", "max_output_bytes", "live_limit"]) checkCount(f, key);
-      for (const key of ["stream", "known", "detach", "host_bridge"]) checkFlag(f, key);
+      for (const key of ["stream", "known", "detach", "host_bridge", "owned"]) checkFlag(f, key);
+      checkKeyField(f, "idempotency_key");
       if (f.filename !== undefined && (typeof f.filename !== "string" || f.filename.length > MAX_FILENAME)) {
         throw usage(`filename must be a string of at most ${MAX_FILENAME} characters`);
       }
@@ -91,6 +92,8 @@ const REQUESTS: { readonly [T in RequestType]: Rule<T> } = {
     check(f) {
       checkCount(f, "wait_ms");
       if (typeof f.wait_ms === "number" && f.wait_ms > MAX_DELAY_MS) throw usage(`wait_ms must be at most ${MAX_DELAY_MS}, not ${f.wait_ms}`);
+      checkKeyField(f, "key");
+      checkFlag(f, "output");
     },
   },
   keep_result: { session: false, id: true, check: (f) => checkTarget(f, "keep_result") },
@@ -149,6 +152,9 @@ function checkSpec(spec: unknown): asserts spec is SessionSpec {
   for (const key of ["python", "cwd"]) {
     if (s[key] !== undefined && (typeof s[key] !== "string" || s[key] === "")) throw usage(`spec.${key} must be a non-empty string`);
   }
+  if (s.venv !== undefined && (typeof s.venv !== "string" || !s.venv.startsWith("/") || s.venv.includes("\0"))) {
+    throw usage(`spec.venv must be an absolute path, not ${preview(JSON.stringify(s.venv))}`);
+  }
   for (const key of ["timeout_ms", "max_output_bytes", "grace_ms"]) checkCount(s, key, "spec.");
   for (const key of ["autosave", "python_given", "existing"]) checkFlag(s, key, "spec.");
   if (s.env !== undefined) {
@@ -158,6 +164,14 @@ function checkSpec(spec: unknown): asserts spec is SessionSpec {
     }
   }
   if (s.sandbox !== undefined) checkSandbox(s.sandbox);
+}
+
+/** An idempotency key: a non-empty string of at most IDEMPOTENCY.maxKeyLength characters. */
+function checkKeyField(fields: Record<string, unknown>, field: string): void {
+  const key = fields[field];
+  if (key !== undefined && (typeof key !== "string" || key === "" || key.length > IDEMPOTENCY.maxKeyLength)) {
+    throw usage(`${field} must be a non-empty string of at most ${IDEMPOTENCY.maxKeyLength} characters, not ${preview(JSON.stringify(key))}`);
+  }
 }
 
 function checkTarget(fields: Record<string, unknown>, type: string): void {

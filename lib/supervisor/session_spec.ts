@@ -10,7 +10,7 @@ import type { Config } from "../settings/config.ts";
 import type { HomeLayout } from "../settings/home.ts";
 import type { SandboxProfile } from "../protocol/api.ts";
 import type { SessionSpec } from "../protocol/supervisor.ts";
-import { ReplSession } from "../session/session.ts";
+import { ReplSession, type ReplSessionOptions } from "../session/session.ts";
 import { defaultSnapshotPath, migrateLegacyLayout, readSessionSpec, writeSessionSpec } from "../session/snapshot_files.ts";
 import type { SpareWorkers } from "../worker/spare.ts";
 import { persistentSessionOptions } from "./persistence.ts";
@@ -29,20 +29,11 @@ export function sessionFactory(layout: HomeLayout, config: Config, spares: Spare
   const migration = migrateLegacyLayout(layout.home);
   if (migration.moved.length) log(`snapshots moved to per-session directories: ${migration.moved.join(", ")}`);
   if (migration.left.length) log(`snapshot files left in place (their new name is taken, or they name no session): ${migration.left.join(", ")}`);
-  return async (name, requested) => {
+  return async (name, requested, owned) => {
+    if (owned) return startOwned(layout, config, spares, name, requested);
     const { spec, notices, recreated } = specFor(layout.home, name, requested, log);
     const hadSnapshot = existsSync(defaultSnapshotPath(layout.home, name));
-    const session = await ReplSession.start(name, {
-      ...persistentSessionOptions(config, spec.autosave),
-      ...specLimits(config, spec),
-      python: spec.python ?? config.python,
-      ...sandboxOption(spec.sandbox),
-      cwd: spec.cwd,
-      env: spec.env && exactEnv(spec.env, layout.home),
-      figureFormat: config.figureFormat,
-      home: layout.home,
-      spares,
-    });
+    const session = await ReplSession.start(name, { ...persistentSessionOptions(config, spec.autosave), ...workerOptions(layout, config, spares, spec) });
     // Saved once the session runs: a start that fails (a missing directory, no interpreter) leaves
     // nothing behind. A spec that cannot be saved refuses the session: a later re-creation could not
     // be made the same way.
@@ -60,7 +51,34 @@ export function sessionFactory(layout: HomeLayout, config: Config, spares: Spare
       toldState.add(session);
     }
     madeWith.set(session, spec);
+    session.onKeyDropped = (key, reason) => log(`session ${name}: dropped the result of cell ${key}: ${reason}`);
     return session;
+  };
+}
+
+/**
+ * An owned session (docs/supervisor-protocol.md "Owned sessions"): made as this call asks, and nothing
+ * of it touches the disk: no snapshot restored, no autosave, no spec saved. The table checked that no
+ * session of that name runs or is saved.
+ */
+async function startOwned(layout: HomeLayout, config: Config, spares: SpareWorkers, name: string, requested: SessionSpec): Promise<ReplSession> {
+  const session = await ReplSession.start(name, { restoreOnStart: false, autosave: false, ...workerOptions(layout, config, spares, requested) });
+  madeWith.set(session, { ...requested, autosave: undefined, python_given: undefined, existing: undefined });
+  return session;
+}
+
+/** What a session made from `spec` runs with: its limits, interpreter, sandbox, directory and environment. */
+function workerOptions(layout: HomeLayout, config: Config, spares: SpareWorkers, spec: SessionSpec): ReplSessionOptions {
+  return {
+    ...specLimits(config, spec),
+    python: spec.python ?? config.python,
+    ...(spec.venv ? { venv: spec.venv } : {}),
+    ...sandboxOption(spec.sandbox),
+    cwd: spec.cwd,
+    env: spec.env && exactEnv(spec.env, layout.home),
+    figureFormat: config.figureFormat,
+    home: layout.home,
+    spares,
   };
 }
 

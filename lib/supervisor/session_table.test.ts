@@ -90,14 +90,14 @@ describe("a session's calls take their turns in its own queue", () => {
     const fourth = cell(sessions, a, 4, "order.append(4)");
     const [row] = await sessions.list();
     expect(row).toMatchObject({ name: "t", state: "busy", queued: 3 });
-    expect(await sessions.interrupt("t")).toBe(true);
+    expect(await sessions.interrupt("t", a)).toBe(true);
     expect((await first.answer).result?.status).toBe("interrupted");
     expect((await second.answer).result?.status).toBe("ok");
     expect(Object.keys((await third.answer).value as object)).toContain("order");
     expect((await fourth.answer).result?.status).toBe("ok");
     expect(await value(sessions, a, "order")).toBe("[2, 4]");
     expect((await sessions.list())[0]).toMatchObject({ state: "idle", queued: 0 });
-    expect(await sessions.interrupt("t")).toBe(false);
+    expect(await sessions.interrupt("t", a)).toBe(false);
   });
 
   test("a waiting cell whose timeout runs out never runs; a withdrawn cell never runs; a withdrawn variables is cancelled", async () => {

@@ -9,16 +9,20 @@
 // restarts its MCP server (a client like any other) thus loses neither the cell nor its result.
 // Calls that arrive while their session is being created wait for it, then take their turns in
 // arrival order.
+import { realpathSync } from "node:fs";
 import { asAwreplError, AwreplError } from "../core/errors.ts";
+import { deadline, DeadlineError } from "../core/deadline.ts";
 import { processRss } from "../core/process.ts";
 import type { ExecResult } from "../protocol/result.ts";
 import type { CollectValue, RequestId, SessionInfo, SessionSpec } from "../protocol/supervisor.ts";
-import type { CallOptions, ReplSession } from "../session/session.ts";
+import type { CallOptions, ReplSession, ReplSessionInfo } from "../session/session.ts";
+import type { WorkerFactsReport } from "../worker/facts.ts";
 
 /** How long `sessions` waits for a worker's own facts before it shows the last ones. */
 const FACTS_TIMEOUT_MS = 500;
 
-export type SessionFactory = (name: string, spec: SessionSpec) => Promise<ReplSession>;
+/** `owned`: a session of one connection, of which nothing is restored or saved (docs/supervisor-protocol.md "Owned sessions"). */
+export type SessionFactory = (name: string, spec: SessionSpec, owned: boolean) => Promise<ReplSession>;
 
 /** One request for a session, from its arrival until it is answered. */
 export type Call = {
@@ -28,6 +32,10 @@ export type Call = {
   readonly abort: AbortController;
   /** A detached execute: it outlives its connection, and its result may be kept for `collect`. */
   readonly detach?: boolean;
+  /** An execute's idempotency key: what names it to `collect` with a key before the session has seen it (still queued, or the session starting). */
+  readonly key?: string;
+  /** A keyed execute's latest output so far (bounded: OUTPUT_SO_FAR_CHARS), for `collect` with `output`. */
+  outputSoFar?(): string;
   /**
    * Hands the call to its session, in whose queue it waits its turn: `turn` goes with it (the call's
    * signal, and what the table does as it starts). Settles once the call is answered.
@@ -71,6 +79,8 @@ type Entry = {
   /** The latest detached result nobody has collected (and who sent the cell): one per session, replaced by the next. */
   kept: { result: ExecResult; owner: object } | null;
   collectors: Collector[];
+  /** The connection that owns it (an owned session: closed with that connection, invisible to others); null for a shared one. */
+  owner: object | null;
 };
 
 export class SessionTable {
@@ -91,28 +101,44 @@ export class SessionTable {
     return [...this.entries.keys()];
   }
 
-  /** The sessions whose worker has started, by name (what a stop snapshots). */
+  /** The shared sessions whose worker has started, by name (what a stop snapshots: an owned session is never saved). */
   live(): [string, ReplSession][] {
-    return [...this.entries.values()].filter((e) => e.session !== null).map((e) => [e.name, e.session as ReplSession]);
+    return [...this.entries.values()].filter((e) => e.session !== null && e.owner === null).map((e) => [e.name, e.session as ReplSession]);
   }
 
+  /** A session of that name exists (shared, or owned by anyone). */
   has(name: string): boolean {
     return this.entries.has(name);
   }
 
+  /** The session `name` is owned by `owner` (a connection). */
+  ownedBy(name: string, owner: object): boolean {
+    return this.entries.get(name)?.owner === owner;
+  }
+
   /**
    * Hands `call` to its session. A missing session is created from `spec`; without a spec the call
-   * fails with session_not_found. Returns whether the session was created by this call.
+   * fails with session_not_found. Returns whether the session was created by this call. With `owned`,
+   * a missing session is created owned by the call's connection (the caller checked that no saved
+   * session has the name); an existing one must already be that connection's own.
    */
-  submit(name: string, spec: SessionSpec | undefined, call: Call): boolean {
+  submit(name: string, spec: SessionSpec | undefined, call: Call, owned = false): boolean {
     let entry = this.entries.get(name);
     let created = false;
+    if (entry && entry.owner !== null && entry.owner !== call.owner) {
+      call.fail(owned ? nameTaken(name) : notFound(name));
+      return false;
+    }
+    if (entry && owned && entry.owner === null) {
+      call.fail(nameTaken(name));
+      return false;
+    }
     if (!entry) {
       if (!spec) {
-        call.fail(new AwreplError("session_not_found", `No session named ${JSON.stringify(name)}`));
+        call.fail(notFound(name));
         return false;
       }
-      entry = this.create(name, spec);
+      entry = this.create(name, spec, owned ? call.owner : null);
       created = true;
     }
     const held: Held = { call, startedAt: null, ownerGone: false, keep: false };
@@ -123,8 +149,8 @@ export class SessionTable {
   }
 
   /** Interrupts the running cell of a session. Resolves false when nothing was running. */
-  async interrupt(name: string): Promise<boolean> {
-    const entry = this.entries.get(name);
+  async interrupt(name: string, requester: object): Promise<boolean> {
+    const entry = this.visible(name, requester);
     if (!entry?.session || !entry.calls.some(started)) return false;
     await entry.session.interrupt();
     return true;
@@ -166,6 +192,11 @@ export class SessionTable {
    * (their results are kept); the others are withdrawn, or interrupted if running.
    */
   dropOwner(owner: object): void {
+    // Its own sessions go with it: ended, nothing kept (their waiting calls are its own too).
+    for (const entry of [...this.entries.values()].filter((e) => e.owner === owner)) {
+      this.log(`session ${entry.name}: its owning connection closed; closing it (owned: nothing is saved)`);
+      void this.close(entry.name);
+    }
     for (const entry of this.entries.values()) {
       for (const held of entry.calls.filter((h) => h.call.owner === owner)) {
         const { call } = held;
@@ -200,7 +231,7 @@ export class SessionTable {
    * not done by then; `idle` when there is none.
    */
   collect(owner: object, id: RequestId, name: string, waitMs: number): Promise<CollectValue> {
-    const entry = this.entries.get(name);
+    const entry = this.visible(name, owner);
     if (!entry) return Promise.reject(new AwreplError("session_not_found", `No session named ${JSON.stringify(name)} is running`));
     const now = this.peek(entry, owner, true);
     if (now.state !== "running" || waitMs <= 0) return Promise.resolve(now);
@@ -208,6 +239,44 @@ export class SessionTable {
       const collector: Collector = { owner, id, resolve, timer: setTimeout(() => this.settle(entry, collector, this.peek(entry, owner)), waitMs) };
       entry.collectors.push(collector);
     });
+  }
+
+  /**
+   * collect with a `key`: the call that idempotency key names in the session (a `run --detach` cell,
+   * whoever sent it): its result (not handed out: a key keeps it within its bounds), or, after waiting
+   * up to `waitMs` for it, `running`; `dropped` when the session no longer keeps it (and why).
+   */
+  async collectKey(owner: object, name: string, key: string, waitMs: number, withOutput = false): Promise<CollectValue> {
+    const entry = this.visible(name, owner);
+    if (!entry) throw new AwreplError("session_not_found", `No session named ${JSON.stringify(name)} is running`);
+    const giveUpAt = Date.now() + waitMs;
+    let known = entry.session?.keyed(key) ?? null;
+    // Sent, but not claimed by its session yet (the session still starts, or the call waits in the
+    // table): running, not unknown; a wait looks again until the session has it.
+    while (!known && !entry.closed && entry.calls.some((h) => h.call.key === key)) {
+      if (Date.now() >= giveUpAt) return { state: "running", elapsed_ms: null, mine: false };
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      known = entry.session?.keyed(key) ?? null;
+    }
+    if (!known) throw new AwreplError("usage", `Session ${name} has no cell with the id ${JSON.stringify(key)} (ids are those of \`run --detach\` and \`run --id\`)`);
+    if (known.state === "dropped") {
+      this.log(`session ${name}: asked for cell ${key}, whose result was dropped: ${known.reason}`);
+      return known;
+    }
+    const done = (result: ExecResult, at: number): CollectValue => ({ state: "done", result: { ...result, session: name }, mine: false, finished_ms_ago: Date.now() - at });
+    if (known.state === "done") return done(known.result, known.at);
+    const running = (): CollectValue => {
+      const output = withOutput ? entry.calls.find((h) => h.call.key === key)?.call.outputSoFar?.() : undefined;
+      return { state: "running", elapsed_ms: Date.now() - known.at, mine: false, ...(output !== undefined ? { output } : {}) };
+    };
+    if (Date.now() >= giveUpAt) return running();
+    const result = await deadline(known.pending, giveUpAt - Date.now(), `the cell ${key}`, { unref: true }).catch((err: unknown) => {
+      if (err instanceof DeadlineError) return undefined;
+      throw err;
+    });
+    if (result === undefined) return running();
+    if (result === null) return { state: "dropped", reason: "that call never ran (it was withdrawn, or its wait for its turn ran out); sending it again runs it" };
+    return done(result, Date.now());
   }
 
   /**
@@ -236,7 +305,7 @@ export class SessionTable {
   idleFor(ms: number): [string, ReplSession][] {
     const now = Date.now();
     return [...this.entries.values()]
-      .filter((e) => e.session !== null && e.calls.length === 0 && !e.session.busy && now - Math.max(e.lastUsedAt, e.session.lastActiveAt) >= ms)
+      .filter((e) => e.session !== null && e.owner === null && e.calls.length === 0 && !e.session.busy && now - Math.max(e.lastUsedAt, e.session.lastActiveAt) >= ms)
       .map((e) => [e.name, e.session as ReplSession]);
   }
 
@@ -266,8 +335,12 @@ export class SessionTable {
     return true;
   }
 
-  async closeAll(options: { keepFiles?: boolean } = {}): Promise<string[]> {
-    const names = this.names;
+  /**
+   * Closes every session; with `requester` (a client's close_all) only those it may see: the shared
+   * ones and its own (another connection's owned sessions end with that connection).
+   */
+  async closeAll(options: { keepFiles?: boolean } = {}, requester?: object): Promise<string[]> {
+    const names = requester === undefined ? this.names : this.visibleNames(requester);
     await Promise.all(names.map((n) => this.close(n, options)));
     return names;
   }
@@ -293,7 +366,8 @@ export class SessionTable {
         host: report?.facts.host ?? null,
         worker: report?.kind ?? null,
         sandbox: e.session?.sandboxed ?? false,
-        python: info ? `${info.python}${info.pythonVersion ? ` (${info.pythonVersion})` : ""}` : (e.spec.python ?? "python3"),
+        python: interpreterShown(report, info),
+        python_command: info?.python ?? e.spec.python ?? null,
         cwd: report?.facts.cwd ?? info?.cwd ?? e.spec.cwd ?? "",
         state: busy ? "busy" : "idle",
         queued: e.calls.filter((h) => !started(h)).length,
@@ -301,17 +375,29 @@ export class SessionTable {
         age_ms: now - e.createdAt,
         idle_ms: busy ? 0 : now - lastUsed,
         rss_bytes: report ? report.facts.rss : pid === null ? null : processRss(pid),
+        owned: e.owner !== null,
       };
     });
   }
 
-  private create(name: string, spec: SessionSpec): Entry {
+  /** The session `name` as `requester` may see it: a shared one, or its own; another connection's owned one is not there for it. */
+  visible(name: string, requester: object): Entry | undefined {
+    const entry = this.entries.get(name);
+    return entry && (entry.owner === null || entry.owner === requester) ? entry : undefined;
+  }
+
+  /** The names `requester` may see (visible()). */
+  visibleNames(requester: object): string[] {
+    return [...this.entries.values()].filter((e) => e.owner === null || e.owner === requester).map((e) => e.name);
+  }
+
+  private create(name: string, spec: SessionSpec, owner: object | null): Entry {
     const now = Date.now();
-    const entry: Entry = { name, spec, session: null, createdAt: now, lastUsedAt: now, calls: [], closed: false, kept: null, collectors: [] };
+    const entry: Entry = { name, spec, session: null, createdAt: now, lastUsedAt: now, calls: [], closed: false, kept: null, collectors: [], owner };
     this.entries.set(name, entry);
     this.onChange();
-    this.log(`session ${name}: starting (${spec.python ?? "default python"} in ${spec.cwd ?? "?"})`);
-    this.factory(name, spec).then(
+    this.log(`session ${name}: starting (${spec.python ?? "default python"} in ${spec.cwd ?? "?"}${owner ? ", owned by its connection" : ""})`);
+    this.factory(name, spec, owner !== null).then(
       (session) => {
         if (entry.closed) {
           void session.close();
@@ -390,6 +476,38 @@ export class SessionTable {
 /** The call got its turn in its session. */
 function started(held: Held): boolean {
   return held.startedAt !== null;
+}
+
+/**
+ * The interpreter a worker runs, as `sessions` shows it: the worker's own sys.executable with every
+ * symlink resolved (a shim or `python3` on PATH is not what runs), its version, and the venv it runs
+ * in (whose python is a link to the base interpreter). Behind a transport the path is the far side's,
+ * shown as it says. Without the worker's facts: the command it was started with.
+ */
+function interpreterShown(report: WorkerFactsReport | null, info: ReplSessionInfo | undefined): string {
+  if (!report) return info ? `${info.python}${info.pythonVersion ? ` (${info.pythonVersion})` : ""}` : "python3";
+  const { executable, prefix, base_prefix: base } = report.facts;
+  let shown = executable;
+  if (report.kind !== "transport") {
+    try {
+      shown = realpathSync(executable);
+    } catch {
+      // Gone since it started (a venv removed): its path as the worker knows it.
+    }
+  }
+  const details = [info?.pythonVersion, prefix && base && prefix !== base ? `venv ${prefix}` : null].filter(Boolean);
+  return details.length ? `${shown} (${details.join(", ")})` : shown;
+}
+
+function notFound(name: string): AwreplError {
+  return new AwreplError("session_not_found", `No session named ${JSON.stringify(name)}`);
+}
+
+function nameTaken(name: string): AwreplError {
+  return new AwreplError(
+    "usage",
+    `Session ${JSON.stringify(name)} already exists (running, or owned by another connection): an owned session needs a name of its own`,
+  );
 }
 
 function closedBefore(name: string): AwreplError {

@@ -6,7 +6,7 @@
 // Any other command line (`ssh host python3`, `docker exec -i box python3`) is remote: the runtime's
 // source goes over its stdin.
 import { execFile } from "node:child_process";
-import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from "node:fs";
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from "node:fs";
 import { readHead, writeFileAtomic } from "../core/files.ts";
 import { basename, delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import { AwreplError } from "../core/errors.ts";
@@ -224,6 +224,34 @@ export async function resolveInterpreter(options: ResolveOptions = {}): Promise<
   }
   const facts = await interpreterFacts(file, argv.slice(1), env, cwd, options.home);
   return { command, argv: [facts.executable, ...argv.slice(1)], local: true, ...facts, source, ...(notices ? { notices } : {}) };
+}
+
+/** How long creating a virtual environment may take (it copies pip in with ensurepip). */
+const VENV_CREATE_TIMEOUT_MS = 120_000;
+
+/**
+ * The python of the virtual environment `dir` (absolute), as a command line: the directory is created
+ * first when it holds no venv yet (`python -m venv dir`, run by the interpreter `creator` resolves to,
+ * which must be local). A directory that exists and is something else is a usage error, never reused.
+ */
+export async function venvPython(dir: string, creator: ResolveOptions): Promise<string> {
+  const bin = join(dir, process.platform === "win32" ? join("Scripts", "python.exe") : join("bin", "python"));
+  if (isExecutableFile(bin)) return shellQuote(bin);
+  if (existsSync(dir) && (!statSync(dir).isDirectory() || readdirSync(dir).length > 0)) {
+    throw new AwreplError("usage", `--venv ${dir} exists and is not a virtual environment (no ${bin}); give an empty or new directory, or a venv`);
+  }
+  const base = await resolveInterpreter(creator);
+  if (!base.local) throw new AwreplError("usage", `--venv ${dir} needs a local interpreter to create it with, not ${JSON.stringify(base.command)}`);
+  const [file, ...flags] = base.argv as [string, ...string[]];
+  await new Promise<void>((resolvePromise, reject) => {
+    execFile(file, [...flags, "-m", "venv", dir], { env: creator.env ?? process.env, cwd: creator.cwd, timeout: VENV_CREATE_TIMEOUT_MS, encoding: "utf8" }, (err, _stdout, stderr) => {
+      if (!err) return resolvePromise();
+      const detail = (stderr || err.message).trim().split("\n").slice(-3).join(" ");
+      reject(new AwreplError("no_interpreter", `Cannot create the virtual environment ${dir} with ${base.executable ?? file} -m venv: ${detail}`, { cause: err }));
+    });
+  });
+  if (!isExecutableFile(bin)) throw new AwreplError("no_interpreter", `${base.executable ?? file} -m venv ${dir} made no ${bin}`);
+  return shellQuote(bin);
 }
 
 async function interpreterFacts(file: string, flags: string[], env: NodeJS.ProcessEnv, cwd: string, home?: string): Promise<Facts> {

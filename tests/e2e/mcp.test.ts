@@ -30,7 +30,7 @@ describe("awrepl mcp's tools, over the SDK's stdio client", () => {
     }
     const run = byName.run!;
     expect(run.inputSchema.required).toEqual(["code"]);
-    expect(Object.keys(run.inputSchema.properties ?? {}).sort()).toEqual(["code", "max_output", "session", "timeout_ms", "wait_ms"]);
+    expect(Object.keys(run.inputSchema.properties ?? {}).sort()).toEqual(["code", "idempotency_key", "max_output", "session", "timeout_ms", "wait_ms"]);
     expect((run.outputSchema?.properties as Record<string, { enum?: string[] }>).status?.enum).toEqual(["ok", "error", "timeout", "interrupted", "died", "running", "idle"]);
     const hints = (n: string) => {
       const a = byName[n]!.annotations!;
@@ -107,6 +107,24 @@ describe("awrepl mcp's tools, over the SDK's stdio client", () => {
     const again = await tool(c.client, "wait", {});
     expect(exec(again).status).toBe("idle");
     expect(exec(again).notice).toContain("Nothing to wait for");
+  });
+
+  test("a retry with the same idempotency_key runs nothing: the first result, replayed, also while it still runs; other code is refused", async () => {
+    expect(exec(await run(c.client, "appended = []")).status).toBe("ok");
+    const code = "import time\ntime.sleep(1)\nappended.append(1)\nlen(appended)";
+    const first = await run(c.client, code, { idempotency_key: "retry-1", wait_ms: 100 });
+    expect(exec(first).status).toBe("running");
+    // The host retried (it never saw an answer): this waits for the first cell instead of running it again.
+    const retry = await run(c.client, code, { idempotency_key: "retry-1", wait_ms: 20_000 });
+    expect(exec(retry)).toMatchObject({ status: "ok", value: "1", replayed: true });
+    expect(text(retry)).toContain("replayed");
+    expect(exec(await tool(c.client, "wait", { wait_ms: 20_000 }))).toMatchObject({ value: "1" });
+    const later = await run(c.client, code, { idempotency_key: "retry-1" });
+    expect(exec(later)).toMatchObject({ value: "1", replayed: true });
+    const other = await run(c.client, "appended.clear()", { idempotency_key: "retry-1" });
+    expect(other.isError).toBe(true);
+    expect(text(other)).toContain("retry-1");
+    expect(exec(await run(c.client, "len(appended)")).value).toBe("1");
   });
 
   test("wait returns running again while the cell is not done, with the output so far", async () => {

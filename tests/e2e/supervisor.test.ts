@@ -9,6 +9,7 @@ import { processAlive } from "../../lib/core/process.ts";
 import { AWREPL_VERSION, SUPERVISOR_PROTOCOL } from "../../lib/core/version.ts";
 import { socketPath } from "../../lib/settings/home.ts";
 import { cleanupHome, makeHome, processesOf, run, start, waitForNoProcesses } from "../harness/mod.ts";
+import { converse, waitUntil } from "./supervisor_socket.ts";
 
 const homes: string[] = [];
 function home(): string {
@@ -61,14 +62,6 @@ function workersOf(h: string, supervisor: number): number[] {
 
 /** Alive and not a zombie (a detached supervisor is reaped by init, maybe late). */
 const alive = processAlive;
-
-async function waitUntil(what: string, cond: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting until ${what}`);
-    await Bun.sleep(20);
-  }
-}
 
 async function workerPid(h: string, session: string): Promise<number> {
   const r = await run(["-s", session, "run", "import os; os.getpid()"], { home: h });
@@ -402,37 +395,6 @@ describe("the socket", () => {
     expect(log).not.toContain("uncaught");
   });
 });
-
-/** A conversation on the supervisor's socket, line by line, as a client of any version would hold it. */
-async function converse(path: string) {
-  const socket = connect(path);
-  await new Promise<void>((resolve, reject) => {
-    socket.once("connect", resolve);
-    socket.once("error", reject);
-  });
-  let buffered = "";
-  const lines: string[] = [];
-  socket.on("data", (d) => {
-    buffered += d.toString();
-    for (let nl = buffered.indexOf("\n"); nl >= 0; nl = buffered.indexOf("\n")) {
-      lines.push(buffered.slice(0, nl));
-      buffered = buffered.slice(nl + 1);
-    }
-  });
-  socket.on("error", () => {});
-  return {
-    send(message: unknown): void {
-      socket.write(`${JSON.stringify(message)}\n`);
-    },
-    async next(timeoutMs = 10_000): Promise<Record<string, unknown>> {
-      await waitUntil("the supervisor replies", () => lines.length > 0, timeoutMs);
-      return JSON.parse(lines.shift() as string) as Record<string, unknown>;
-    },
-    close(): void {
-      socket.destroy();
-    },
-  };
-}
 
 /**
  * A supervisor of protocol 1 as far as another version meets it: it reads requests by `op`, answers

@@ -24,8 +24,8 @@ export function registerServeCommand(program: Command, ctx: CliContext, setExit?
   program
     .command("serve")
     .description("interactive REPL on the session; with stdin not a terminal, run the statements it reads")
-    .option("--timeout <ms>", "per-cell timeout in ms, 0 = none (default: none at a terminal, the configured one when piped)")
-    .option("--max-output <bytes>", "stdout+stderr kept per cell, 0 = no limit (default 65536)")
+    .option("--timeout <time>", "per-cell timeout (500ms, 30s, 2m; bare = ms), 0 = none (default: none at a terminal, the configured one when piped)")
+    .option("--max-output <size>", "stdout+stderr kept per cell (64K, 1M; bare = bytes), 0 = no limit (default 64K)")
     .option("--exit-on-error", "with piped stdin: stop at the first cell that fails")
     .addHelpText(
       "after",
