@@ -207,8 +207,6 @@ export type InspectInfo = {
   signature?: string;
   /** The value's __doc__ (the original awrepl's key): its first paragraph unless the request asked for `full`. */
   docstring?: string;
-  /** @deprecated No longer sent (the docstring was shipped twice): read `docstring`. Kept until lib/cli/serve/meta.ts reads it. */
-  doc?: string | null;
   module?: string;
   file?: string;
   /** A mapping's keys (at most 100). */

@@ -285,7 +285,7 @@ describe("serve in a terminal", () => {
     pane.enter("numbers = [3, 1, 2]");
     await ready(pane, 2);
     pane.enter(":vars");
-    await pane.waitFor(/^numbers\s+(list: )?\[3, 1, 2\]$/m);
+    await pane.waitFor(/^numbers\s+(list\[int\] len 3: )?\[3, 1, 2\]$/m);
     pane.enter(":inspect numbers");
     await pane.waitFor(/^type\s+list$/m);
     await pane.waitFor(/^len\s+3$/m);

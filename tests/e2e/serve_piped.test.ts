@@ -148,7 +148,7 @@ describe("serve with piped stdin", () => {
 
   test("meta commands work in a script, and a named session keeps what it ran", async () => {
     const r = await serve("kept = {'a': 1}\n:vars\n", [], ["-s", "scripted"]);
-    expect(r.stdout).toMatch(/^kept\s+(dict: )?\{'a': 1\}$/m);
+    expect(r.stdout).toMatch(/^kept\s+(dict\[str, int\] len 1: )?\{'a': 1\}$/m);
     expect(r.code).toBe(0);
     const after = await run(["-s", "scripted", "run", "kept['a'] + 1"], { home });
     expect(after.stdout).toBe("2\n");

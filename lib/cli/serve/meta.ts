@@ -102,10 +102,9 @@ function showInspect(info: InspectInfo, term: Terminal, width: number): void {
   rows.push(["repr", oneLine(info.repr)]);
   const pad = Math.max(...rows.map(([k]) => k.length)) + 2;
   for (const [key, value] of rows) term.out(key.padEnd(pad) + clip(value, Math.max(width - pad, 10)) + "\n");
-  if (info.doc) {
-    // The first paragraph of the docstring is the summary; the rest belongs to help().
-    const summary = info.doc.trim().split(/\n\s*\n/)[0] ?? "";
-    term.out(term.style.dim(summary.split("\n").slice(0, 8).join("\n")) + "\n");
+  if (info.docstring) {
+    // The runtime sends the docstring's first paragraph, the summary; the rest belongs to help().
+    term.out(term.style.dim(info.docstring.trim().split("\n").slice(0, 8).join("\n")) + "\n");
   }
 }
 
