@@ -2,8 +2,10 @@
 // is the ssh client and behind bwrap it is bwrap, so their pid, RSS and cwd say nothing about the
 // Python. Inside a sandbox the runtime's pid is its namespace's (2): the report adds its pid on this
 // machine, found among bwrap's descendants by the namespace pid (/proc/PID/status NSpid).
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
+import type { LimitsUsage } from "../protocol/limits.ts";
 import type { WorkerFacts } from "../protocol/runtime.ts";
+import { processTree } from "./proc_tree.ts";
 import type { Worker } from "./worker.ts";
 
 export type WorkerFactsReport = {
@@ -14,6 +16,8 @@ export type WorkerFactsReport = {
   hostPid: number | null;
   /** What the process is to the runtime: local, sandbox or transport. */
   kind: Worker["kind"];
+  /** Its limits and what it uses now (measured here, by its cgroup or /proc); null: started without limits. */
+  limits: LimitsUsage | null;
 };
 
 /** The worker's facts, asked in band within `timeoutMs` (the last ones when it cannot answer in time); null if it never answered. */
@@ -21,32 +25,12 @@ export async function workerFacts(worker: Worker, timeoutMs = 1_000): Promise<Wo
   const facts = await worker.info(timeoutMs);
   if (!facts) return null;
   const hostPid = worker.kind === "local" ? worker.pid : worker.kind === "sandbox" ? hostPidOf(worker.pid, facts.pid) : null;
-  return { facts, at: worker.factsAt, hostPid, kind: worker.kind };
+  return { facts, at: worker.factsAt, hostPid, kind: worker.kind, limits: worker.limitsUsage() };
 }
 
 /** The descendant of `root` whose innermost namespace pid is `nsPid` (Linux; null elsewhere or when gone). */
 export function hostPidOf(root: number, nsPid: number): number | null {
-  if (process.platform !== "linux") return null;
-  const children = new Map<number, number[]>();
-  let entries: string[];
-  try {
-    entries = readdirSync("/proc");
-  } catch {
-    return null;
-  }
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "latin1");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
-    } catch {
-      // gone
-    }
-  }
-  const todo = [...(children.get(root) ?? [])];
-  while (todo.length) {
-    const pid = todo.shift() as number;
+  for (const pid of processTree(root).slice(1)) {
     try {
       // "NSpid:\t13618\t2": its pid here, then in each nested pid namespace (the last: the innermost).
       const ids = /^NSpid:\s+(.*)$/m.exec(readFileSync(`/proc/${pid}/status`, "latin1"))?.[1]?.trim().split(/\s+/) ?? [];
@@ -54,7 +38,6 @@ export function hostPidOf(root: number, nsPid: number): number | null {
     } catch {
       // gone
     }
-    todo.push(...(children.get(pid) ?? []));
   }
   return null;
 }

@@ -24,6 +24,12 @@ import { basename, delimiter, dirname, isAbsolute, join, resolve, sep } from "no
 import { AwreplError } from "../core/errors.ts";
 import { readHead } from "../core/files.ts";
 import type { SandboxProfile } from "../protocol/api.ts";
+import type { NetAllowList } from "../protocol/limits.ts";
+import { parseAllowList } from "./net_allow.ts";
+import { PROXY_SOCKET_INSIDE, proxyEnv } from "./net_forwarder.ts";
+
+/** The profile with the allow list of hosts reached through awrepl's proxy (`--sandbox-allow`; docs/limits.md). */
+export type AllowingProfile = SandboxProfile & { allow?: NetAllowList };
 
 export type SandboxContext = {
   /** The session's working directory (made writable). */
@@ -41,6 +47,8 @@ export type SandboxContext = {
    * it wherever they are, even under a writable path.
    */
   hide?: string[];
+  /** The proxy's Unix socket (net_proxy.ts), bound in when the profile has an allow list. */
+  proxySocket?: string;
 };
 
 export type SandboxLaunch = {
@@ -156,7 +164,7 @@ export function sandboxEnv(env: NodeJS.ProcessEnv, optIn: readonly string[] = []
 }
 
 /** Checks a profile's shape (it may come from a config file or another process): a clear error naming the bad value. */
-export function checkProfile(profile: SandboxProfile): void {
+export function checkProfile(profile: AllowingProfile): void {
   if (typeof profile !== "object" || profile === null || Array.isArray(profile)) throw new AwreplError("usage", `The sandbox profile must be an object, not ${JSON.stringify(profile)}`);
   for (const key of ["network", "git", "home"] as const) {
     if (profile[key] !== undefined && typeof profile[key] !== "boolean") throw new AwreplError("usage", `The sandbox's ${key} setting must be true or false, not ${JSON.stringify(profile[key])}`);
@@ -170,10 +178,16 @@ export function checkProfile(profile: SandboxProfile): void {
   for (const name of profile.env ?? []) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new AwreplError("usage", `--env takes an environment variable's name, not ${JSON.stringify(name)}`);
   }
+  if (profile.allow !== undefined) {
+    parseAllowList(profile.allow);
+    if (profile.network && profile.allow.length) {
+      throw new AwreplError("usage", "The sandbox's allow list (--sandbox-allow) and the whole network (--sandbox-net) exclude each other: the allow list only means something without the network");
+    }
+  }
 }
 
 /** The bwrap command line (ending in `--`) and environment for one sandboxed worker. */
-export function sandboxLaunch(profile: SandboxProfile, ctx: SandboxContext): SandboxLaunch {
+export function sandboxLaunch(profile: AllowingProfile, ctx: SandboxContext): SandboxLaunch {
   checkProfile(profile);
   const bwrap = ctx.bwrap ?? findBwrap(ctx.env);
   // realpath first: a symlinked cwd would otherwise bind its target under the link's name.
@@ -234,6 +248,10 @@ export function sandboxLaunch(profile: SandboxProfile, ctx: SandboxContext): San
   // the interpreter cache) nor the state directory (other sessions' snapshots).
   const runtimePath = `${RUNTIME_DIR_INSIDE}/${basename(ctx.runtimeFile)}`;
   a.push("--ro-bind", ctx.runtimeFile, runtimePath);
+  // The allow list's proxy: its socket (outside, in the hidden socket directory) bound in; the
+  // forwarder launch.ts puts in front of the runtime makes it 127.0.0.1:3128 on the sandbox's loopback.
+  const proxied = Boolean(profile.allow?.length && ctx.proxySocket);
+  if (proxied) a.push("--ro-bind", ctx.proxySocket as string, PROXY_SOCKET_INSIDE); // a socket on a read-only mount still connects
   // Writable: the cwd and the extra paths, bound after the tmpfs mounts (so even inside a hidden
   // directory); then, inside them, awrepl's own state hidden, credential stores hidden again and
   // code-running files read-only (writableView below).
@@ -265,7 +283,7 @@ export function sandboxLaunch(profile: SandboxProfile, ctx: SandboxContext): San
   readOnlyLater.push(...view.readOnly);
   for (const d of readOnlyLater) a.push("--remount-ro", d);
   a.push("--chdir", cwd, "--");
-  return { prefix: a, runtimePath, env: sandboxEnv(ctx.env, profile.env), writable };
+  return { prefix: a, runtimePath, env: { ...sandboxEnv(ctx.env, profile.env), ...(proxied ? proxyEnv() : {}) }, writable };
 }
 
 /**

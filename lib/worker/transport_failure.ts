@@ -11,6 +11,7 @@
 //              executable, 127 = not found.
 //   kubectl    1 with "error: ..." / "Error from server" = kubectl's own failure.
 import { looksLikePython } from "./interpreter.ts";
+import { afterPreamble } from "./limits/preamble.ts";
 
 export type WorkerExitLike = { code: number | null; signal: string | null };
 
@@ -26,7 +27,8 @@ export type WorkerKind = "local" | "sandbox" | "transport";
 export type TransportName = "ssh" | "docker" | "podman" | "kubectl";
 
 export function transportName(argv: readonly string[]): TransportName | "bwrap" | null {
-  const name = (argv[0] ?? "").split("/").pop() ?? "";
+  // A limited worker's command line starts with the limits' shell preamble: the command it execs decides.
+  const name = (afterPreamble(argv)[0] ?? "").split("/").pop() ?? "";
   if (name === "ssh" || name === "slogin") return "ssh";
   if (name === "bwrap" || name === "docker" || name === "podman" || name === "kubectl") return name;
   return null;
@@ -35,7 +37,7 @@ export function transportName(argv: readonly string[]): TransportName | "bwrap" 
 /** The kind of a command line when its launcher did not say. */
 export function kindOf(argv: readonly string[]): WorkerKind {
   if (transportName(argv) === "bwrap") return "sandbox";
-  return looksLikePython(argv[0] ?? "") ? "local" : "transport";
+  return looksLikePython(afterPreamble(argv)[0] ?? "") ? "local" : "transport";
 }
 
 /** A traceback's last line (the exception); a transport's last line (its error comes last, after

@@ -10,17 +10,24 @@
 // whose host went silent ends itself, and a silent idle worker is declared lost here (heartbeat.ts).
 // The EOF of the protocol channel is the worker's death (a cell that closed the runtime's fds),
 // reported at once. How far the worker got and why it ends is one union with checked moves (life.ts).
-// Payloads stream both ways (payload.ts), and info() asks the worker for its own facts.
+// Payloads stream both ways (payload.ts), and info() asks the worker for its own facts. Limits (limits/)
+// give each process a cgroup of its own and name a death by the OOM killer; an allow list holds the
+// sandbox's proxy open while the worker runs (docs/limits.md).
 import { type ChildProcess, spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { deadline, DeadlineError } from "../core/deadline.ts";
 import { AwreplError } from "../core/errors.ts";
 import { killGroup, processAlive } from "../core/process.ts";
 import { LineSplitter } from "../wire/lines.ts";
 import { PipeWriter } from "../wire/pipe_writer.ts";
+import type { LimitsUsage } from "../protocol/limits.ts";
 import type { DoneEvent, IdRequest, ReadyEvent, WorkerFacts } from "../protocol/runtime.ts";
 import { PIECE_BYTES } from "../wire/data_frames.ts";
 import { DEFAULT_HEARTBEAT, Heartbeat, type HeartbeatOptions } from "./heartbeat.ts";
 import { causeOf, checkMove, closing, type EndCause, ended, ending, readied, type ReadyWaiter, readyWaiter, stateOf, type WorkerExit, type WorkerLife, type WorkerState } from "./life.ts";
+import { type LimitsPlan, workerOomScore } from "./limits/plan.ts";
+import { WorkerLimits } from "./limits/worker_limits.ts";
+import type { NetProxySpec, ProxyLease } from "./net_proxy.ts";
 import { PendingRequests, type RequestHandlers } from "./requests.ts";
 import { describeStartFailure, describeStartTimeout, kindOf, transportFailure, transportName, type WorkerKind } from "./transport_failure.ts";
 
@@ -65,6 +72,10 @@ export type WorkerOptions = WorkerListeners & {
    * hang-up reaches the runtime's watchdog). false: none.
    */
   heartbeat?: HeartbeatOptions | false;
+  /** The launch's limits (Launch.limits): this process gets a cgroup of its own, removed after its end. */
+  limits?: LimitsPlan;
+  /** The launch's proxy (Launch.netProxy): listening before the process starts, closed after the last worker using it. */
+  netProxy?: NetProxySpec;
 };
 
 /** After the channel's EOF, how long the process may take to exit by itself before it counts as cut off. */
@@ -117,8 +128,13 @@ export class Worker {
   private heartbeat: Heartbeat | null = null;
   private resolveExited!: (exit: WorkerExit) => void;
   private listeners: WorkerListeners;
+  /** Its limits' cgroup and what they explain about its death (limits/worker_limits.ts). */
+  private readonly limits: WorkerLimits | null;
+  private readonly proxyLease: ProxyLease | null;
+  /** A local worker's move into its cgroup by the host, under way while it starts (start() waits for both). */
+  private readonly joined: Promise<void> | null;
 
-  private constructor(options: WorkerOptions, waiter: ReadyWaiter) {
+  private constructor(options: WorkerOptions, waiter: ReadyWaiter, proxyLease: ProxyLease | null) {
     this.life = { phase: "starting", waiter };
     this.listeners = { onUnclaimedOutput: options.onUnclaimedOutput, onExit: options.onExit };
     this.argv = options.argv;
@@ -129,16 +145,34 @@ export class Worker {
     });
     const [cmd, ...args] = options.argv;
     if (!cmd) throw new AwreplError("no_interpreter", "The Python command is empty");
-    this.child = spawn(cmd, args, {
-      cwd: options.cwd,
-      env: options.env,
-      stdio: ["pipe", "pipe", "pipe"],
-      // Its own process group, so a timeout can kill the worker and everything it started at once.
-      detached: process.platform !== "win32",
-      windowsHide: true,
-    });
+    this.proxyLease = proxyLease;
+    try {
+      this.limits = options.limits ? WorkerLimits.prepare(options.limits) : null;
+    } catch (err) {
+      throw new AwreplError("no_interpreter", (err as Error).message, { cause: err });
+    }
+    try {
+      this.child = spawn(cmd, args, {
+        cwd: options.cwd,
+        env: options.env,
+        stdio: ["pipe", "pipe", "pipe"],
+        // Its own process group, so a timeout can kill the worker and everything it started at once.
+        detached: process.platform !== "win32",
+        windowsHide: true,
+      });
+    } catch (err) {
+      this.limits?.release();
+      throw err;
+    }
     this.pid = this.child.pid ?? -1;
     this.stdin = new PipeWriter(this.child.stdin);
+    // The preamble's lines first (the cgroup to join); then whatever the launch sends (the bootstrap's source).
+    const limitsInput = this.limits?.input();
+    if (limitsInput) this.stdin.write(limitsInput);
+    this.joined = this.pid > 0 ? (this.limits?.join(this.pid) ?? null) : null;
+    this.joined?.catch(() => undefined); // start() reports it
+    // Unlimited local worker: no preamble raised its OOM score; Python forks nothing before it is ready.
+    if (!options.limits && this.kind === "local" && this.pid > 0 && process.platform === "linux") setOomScore(this.pid);
     this.child.on("error", (err) => this.onSpawnError(err));
     this.child.stdin?.on("error", () => {
       // EPIPE after the process died: the exit handler reports it.
@@ -182,14 +216,26 @@ export class Worker {
   /** Spawns the process and waits for its `ready` event. */
   static async start(options: WorkerOptions): Promise<Worker> {
     const waiter = readyWaiter();
-    const worker = new Worker(options, waiter);
+    const lease = options.netProxy ? await (await import("./net_proxy.ts")).acquireNetProxy(options.netProxy) : null;
+    let worker: Worker;
+    try {
+      worker = new Worker(options, waiter, lease);
+    } catch (err) {
+      lease?.release();
+      throw err;
+    }
     const timeoutMs = options.startTimeoutMs ?? 15_000;
     if (options.stdinPreamble) worker.stdin.write(options.stdinPreamble);
     try {
-      await deadline(waiter.promise, timeoutMs, "the worker's ready event");
+      // The join runs beside Python's start; awaited after `ready`, so that a process that failed to start says why.
+      await deadline(waiter.promise.then(() => worker.joined), timeoutMs, "the worker's ready event");
     } catch (err) {
       // No `ready` in time: said as a start that failed, with what the command wrote meanwhile.
-      const error = err instanceof DeadlineError ? new AwreplError("no_interpreter", describeStartTimeout(worker.argv, worker.label, timeoutMs, worker.output())) : err;
+      const error = err instanceof DeadlineError
+        ? new AwreplError("no_interpreter", describeStartTimeout(worker.argv, worker.label, timeoutMs, worker.output()))
+        : err instanceof AwreplError
+        ? err
+        : new AwreplError("no_interpreter", `The worker's limits could not be applied: ${(err as Error).message}`, { cause: err });
       worker.kill();
       await worker.exited;
       throw error;
@@ -231,6 +277,11 @@ export class Worker {
       this.keepNoise(`[the payload of request ${id} could not be sent: ${(err as Error).message}]`);
       this.interrupt(id);
     }
+  }
+
+  /** Its limits and what it uses now (null: started without limits). */
+  limitsUsage(): LimitsUsage | null {
+    return this.limits?.usage(this.pid) ?? null;
   }
 
   /** Replaces the listeners (a spare worker started by one owner is adopted by another). */
@@ -519,6 +570,11 @@ export class Worker {
     if (this.pid > 0 && life.transportKill === null) killGroup(this.pid);
     const died = !spawnError && life.waiter === null;
     const cause = life.cause;
+    // The kernel's OOM killer in its memory cgroup (its SIGKILL): said as the reason, not as a bare signal.
+    const limitReason = cause?.by !== "killed" ? this.limits?.deathReason(exit) : null;
+    if (limitReason) exit.reason = limitReason;
+    this.limits?.release();
+    this.proxyLease?.release();
     if (died && !exit.reason && cause?.by !== "killed") {
       const lost = transportFailure(this.argv, exit, this.output(), true);
       const reason = (cause?.by === "lost" ? cause.reason : null) ?? (lost ? `was lost: ${lost}` : null);
@@ -534,5 +590,14 @@ export class Worker {
   /** Rejects every pending request with `error`; after a death (`diedOf`), undelivered ones say so. */
   private failPending(error: AwreplError, diedOf?: WorkerExit): void {
     this.requests.failAll((p) => (p.undelivered && diedOf ? this.diedError(diedOf, p.type) : error));
+  }
+}
+
+/** Raises a worker's OOM score above the host's (limits/plan.ts): under memory pressure the kernel ends a worker, not the supervisor. */
+function setOomScore(pid: number): void {
+  try {
+    writeFileSync(`/proc/${pid}/oom_score_adj`, String(workerOomScore()));
+  } catch {
+    // A kernel without it, or a process gone already.
   }
 }
