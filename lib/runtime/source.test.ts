@@ -83,4 +83,11 @@ describe("runtime.py's layout", () => {
     expect(listed.length).toBeGreaterThan(10);
     expect(banners).toEqual(listed);
   });
+
+  test("it stays within its size budget, and its module state in a few objects (docs/architecture.md, Size budgets)", () => {
+    const source = readFileSync(new URL("../../runtime.py", import.meta.url), "utf8");
+    expect(source.split("\n").length).toBeLessThanOrEqual(6000);
+    // Each `global` statement needs a reason beside it: a few, not one per piece of state.
+    expect([...source.matchAll(/^\s+global \w/gm)].length).toBeLessThanOrEqual(8);
+  });
 });
