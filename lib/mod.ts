@@ -3,7 +3,7 @@ export { ReplSession, type ReplSessionInfo, type ReplSessionOptions } from "./se
 export { SpareWorkers } from "./worker/spare.ts";
 export { SessionPool } from "./session/pool.ts";
 export { AwreplError, type ErrorCode, ExitCode } from "./core/errors.ts";
-export type { CompletenessStatus, ExecuteOptions, SandboxProfile, Session, SessionOptions, SnapshotReport } from "./protocol/api.ts";
+export type { CompletenessStatus, ExecuteOptions, InspectOptions, SandboxProfile, Session, SessionOptions, SnapshotReport } from "./protocol/api.ts";
 export type { DisplayItem, ExecResult, ExecStatus, RestoreReport } from "./protocol/result.ts";
 export type { InspectInfo, NameFailure } from "./protocol/runtime.ts";
 export { attach, type AttachOptions, type Collected, type DetachedCell, RemoteSession } from "./client/attach.ts";

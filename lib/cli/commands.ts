@@ -70,7 +70,7 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
     .option("--sandbox-write <path>", "with --sandbox: this path is writable too (repeatable)", collect, [] as string[])
     .option("--sandbox-git", "with --sandbox: .git writable (its hooks and config stay read-only; what git reads from it later is then trusted)")
     .option("--sandbox-home", "with --sandbox: allow your home directory (or one holding it) as a writable directory")
-    .option("--self-test", "prove the contract on this machine (no network) and exit")
+    .option("--self-test", "prove the contract on this machine (no network) and exit; with --json, one JSON object: {ok, checks: [{name, ok, ms, detail?}], ...}")
     .addHelpText("after", EXAMPLES)
     .showSuggestionAfterError(true)
     .exitOverride()
@@ -152,12 +152,18 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
     if (venv !== undefined && venv.trim() === "") throw usageError(`--venv needs a directory, not ${JSON.stringify(venv)}`);
   });
 
+  // `--self-test --json`: a program-level --json would take every subcommand's own (commander reads a
+  // program's options anywhere on the line), so --json is taken only beside --self-test: that flag lets
+  // the program's own action see the options it does not know, and the action accepts --json alone.
+  program.on("option:self-test", () => program.allowUnknownOption(true));
   program.allowExcessArguments(true).action(async (opts: { selfTest?: boolean }, command: Command) => {
-    const [unknown] = command.args;
+    const json = opts.selfTest === true && command.args.includes("--json");
+    const [unknown] = command.args.filter((arg) => !(json && arg === "--json"));
+    if (unknown?.startsWith("-")) throw usageError(`unknown option '${unknown}' (--self-test takes --json and --python)`);
     if (unknown !== undefined) throw usageError(`Unknown command ${JSON.stringify(unknown)}: try 'awrepl --help'`);
     if (opts.selfTest) {
       const { selfTest } = await import("./selftest.ts");
-      setExit(await selfTest({ python: pythonFlag(), env }));
+      setExit(await selfTest({ python: pythonFlag(), env, json }));
       return;
     }
     throw usageError("Missing command: try 'awrepl --help'");

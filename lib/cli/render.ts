@@ -9,8 +9,7 @@
 // line, then `ExceptionType: message` — because that is what a reader (or an agent's context window)
 // needs to act; `--traceback` shows every frame. JSON mode: exactly one object, the ExecResult.
 import { fileMimes, isTextMime, representations, storedAsFile } from "../session/mime.ts";
-import { byteLimit } from "../core/limits.ts";
-import { LINE_SNAP_BYTES } from "../session/output.ts";
+import { byteLimit, LINE_SNAP_BYTES } from "../core/limits.ts";
 import { utf8Length, utf8Prefix } from "../core/utf8.ts";
 import type { DisplayItem, ExecResult } from "../protocol/result.ts";
 import type { RawText } from "../wire/output_frames.ts";

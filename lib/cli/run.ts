@@ -10,6 +10,7 @@ import { attach, connectEarly, type RemoteExecuteOptions, type RemoteSession } f
 import { ExitCode, exitCodeForStatus, usageError } from "../core/errors.ts";
 import { resolvePath as resolve } from "../core/fastio.ts";
 import { IDEMPOTENCY, parseCount } from "../core/limits.ts";
+import { durationMs } from "../core/units.ts";
 import { killGroup } from "../core/process.ts";
 import { SESSION_NAME } from "../core/names.ts";
 import type { ExecResult } from "../protocol/result.ts";
@@ -174,14 +175,14 @@ function checkIdFlag(id: string, session: string | undefined): void {
 }
 
 /** The result of an ephemeral cell whose worker was ended because it ignored Ctrl-C. */
-function abandonedResult(durationMs: number): ExecResult {
+function abandonedResult(elapsedMs: number): ExecResult {
   return {
     stdout: "",
     stderr: "",
     value: null,
     exception: "KeyboardInterrupt: the cell did not stop on Ctrl-C, so its worker was ended",
     traceback: "",
-    duration_ms: durationMs,
+    duration_ms: durationMs(elapsedMs),
     truncated: false,
     truncated_bytes: 0,
     status: "interrupted",

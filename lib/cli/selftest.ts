@@ -2,7 +2,8 @@
 // six checks, plus a runaway C loop stopped by its timeout, fd-level output captured (os.write and a
 // subprocess), and state surviving between two separate awrepl processes (through the supervisor).
 // Everything runs under a private temporary state directory that is removed at the end, and every
-// process it starts is ended (the supervisor included).
+// process it starts is ended (the supervisor included). Text mode prints a line per check as it
+// ends; `--json` prints one object at the end instead (SelfTestReport), with the same exit status.
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,10 +13,16 @@ import type { ExecResult } from "../protocol/result.ts";
 import { ReplSession } from "../session/session.ts";
 import type { SessionOptions } from "../protocol/api.ts";
 import { version } from "../../package.json";
+import { durationMs } from "../core/units.ts";
 import { useColor } from "./render.ts";
 import { writeStream } from "./stdio.ts";
 
-export type SelfTestOptions = { python?: string; env: NodeJS.ProcessEnv };
+export type SelfTestOptions = { python?: string; env: NodeJS.ProcessEnv; json?: boolean };
+
+/** One check's outcome; `detail` says why a check failed. */
+export type CheckReport = { name: string; ok: boolean; ms: number; detail?: string };
+/** What `--self-test --json` prints: `python` is null when the interpreter could not be started. */
+export type SelfTestReport = { ok: boolean; version: string; python: { version: string | null; executable: string } | null; passed: number; total: number; checks: CheckReport[] };
 
 type Check = { name: string; run: (ctx: CheckContext) => Promise<void> };
 type CheckContext = { options: SessionOptions; session: () => Promise<ReplSession>; home: string; env: NodeJS.ProcessEnv };
@@ -158,8 +165,16 @@ export async function selfTest(options: SelfTestOptions): Promise<number> {
   if (options.python !== undefined) env.AWREPL_PYTHON = options.python;
   const python = options.python ?? options.env.AWREPL_PYTHON;
   const sessionOptions: SessionOptions = { home, timeoutMs: 30_000, maxOutputBytes: 65_536, ...(python ? { python } : {}) };
-  const color = useColor(process.stdout.isTTY, options.env);
+  const color = !options.json && useColor(process.stdout.isTTY, options.env);
   const paint = (code: string, text: string) => (color ? `\x1b[${code}m${text}\x1b[0m` : text);
+  // Text mode says each line as it comes; JSON mode says nothing until its one object.
+  const text = options.json ? async (_line: string) => {} : say;
+  const reports: CheckReport[] = [];
+  const record = async (report: CheckReport) => {
+    reports.push(report);
+    const line = report.ok ? `  ${paint("32", "PASS")}  ${report.name}\n` : `  ${paint("31", "FAIL")}  ${report.name}: ${report.detail}\n`;
+    await text(line);
+  };
 
   let shared: ReplSession | undefined;
   const ctx: CheckContext = {
@@ -168,38 +183,47 @@ export async function selfTest(options: SelfTestOptions): Promise<number> {
     env,
     session: async () => (shared ??= await ReplSession.start("self-test", sessionOptions)),
   };
-  let passed = 0;
+  let interpreter: SelfTestReport["python"] = null;
   try {
     // Say which interpreter is under test; a failure to start it shows up in every check below.
     try {
       const s = await ctx.session();
       const info = s.info();
-      await say(`awrepl ${version} self-test: Python ${info.pythonVersion ?? "?"} (${s.interpreter.executable ?? info.python})\n\n`);
+      interpreter = { version: info.pythonVersion, executable: s.interpreter.executable ?? info.python };
+      await text(`awrepl ${version} self-test: Python ${info.pythonVersion ?? "?"} (${interpreter.executable})\n\n`);
     } catch {
-      await say(`awrepl ${version} self-test: Python ${python ?? "(default)"} could not be started\n\n`);
+      await text(`awrepl ${version} self-test: Python ${python ?? "(default)"} could not be started\n\n`);
     }
     for (const check of checks) {
+      const started = performance.now();
       try {
         await check.run(ctx);
-        passed++;
-        await say(`  ${paint("32", "PASS")}  ${check.name}\n`);
+        await record({ name: check.name, ok: true, ms: durationMs(performance.now() - started) });
       } catch (err) {
-        const why = err instanceof Error ? err.message : String(err);
-        await say(`  ${paint("31", "FAIL")}  ${check.name}: ${why}\n`);
+        const detail = err instanceof Error ? err.message : String(err);
+        await record({ name: check.name, ok: false, ms: durationMs(performance.now() - started), detail });
       }
     }
   } finally {
     await shared?.close();
+    const started = performance.now();
     try {
       const { stopDaemon } = await import("../client/daemon.ts");
       await stopDaemon({ env });
     } catch (err) {
-      await say(`  ${paint("31", "FAIL")}  Stopping the self-test's supervisor: ${(err as Error).message}\n`);
-      passed = Math.min(passed, checks.length - 1);
+      await record({ name: "Stopping the self-test's supervisor", ok: false, ms: durationMs(performance.now() - started), detail: (err as Error).message });
     }
     rmSync(home, { recursive: true, force: true });
   }
-  const ok = passed === checks.length;
-  await say(`\nSELF-TEST: awrepl ${ok ? "ok" : "FAILED"} (${passed}/${checks.length})\n`);
+  // A supervisor that could not be stopped is one more failed entry, so it counts in both numbers.
+  const passed = reports.filter((r) => r.ok).length;
+  const total = reports.length;
+  const ok = passed === total;
+  if (options.json) {
+    const report: SelfTestReport = { ok, version, python: interpreter, passed, total, checks: reports };
+    await say(`${JSON.stringify(report)}\n`);
+  } else {
+    await say(`\nSELF-TEST: awrepl ${ok ? "ok" : "FAILED"} (${passed}/${total})\n`);
+  }
   return ok ? 0 : 1;
 }

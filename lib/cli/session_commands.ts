@@ -20,17 +20,18 @@ export function registerRemoteCommands(program: Command, ctx: CliContext, flags:
 
   program
     .command("vars")
-    .description("list the session's variables (name and short repr)")
+    .description("list the session's variables, one line each: what the value is (type, size, short repr)")
     .option("--json", "print one JSON object")
     .action((opts: { json?: boolean }) => varsCommand(ctx, flags(), opts));
 
   program
     .command("inspect")
-    .description("describe one variable: type, repr, doc, signature, ...")
+    .description("describe one variable: type, size, repr, signature, docstring (first paragraph; --full for all), ...")
     .argument("<name>", "a name in the session's namespace")
+    .option("--full", "the whole docstring and every attribute name, dunders too")
     .option("--json", "print one JSON object")
-    .action(async (name: string, opts: { json?: boolean }) => {
-      const info = await withSession(ctx, flags(), (s) => s.inspect(name), EXISTING);
+    .action(async (name: string, opts: { json?: boolean; full?: boolean }) => {
+      const info = await withSession(ctx, flags(), (s) => s.inspect(name, { full: opts.full === true }), EXISTING);
       if (opts.json) return print(JSON.stringify(info));
       print(
         Object.entries(info)

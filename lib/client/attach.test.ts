@@ -74,6 +74,9 @@ describe("attach", () => {
     expect(r.session).toBe("shared");
     expect(Object.keys(await b.variables())).toEqual(["x"]);
     expect((await b.inspect("x")).type).toBe("int");
+    // `full` crosses the socket: every attribute name, dunders too, instead of the public ones.
+    expect((await b.inspect("x")).dir).not.toContain("__add__");
+    expect((await b.inspect("x", { full: true })).dir).toContain("__add__");
     const rows = await listSessions({ home: h });
     expect(rows.map((s) => s.name)).toEqual(["shared"]);
   });

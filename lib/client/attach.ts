@@ -15,7 +15,7 @@ import type { CollectValue, RequestId, SessionSpec } from "../protocol/superviso
 import type { ExecResult, RestoreReport } from "../protocol/result.ts";
 import type { InspectInfo } from "../protocol/runtime.ts";
 import { type HomeLayout, layoutOf } from "../settings/home.ts";
-import type { CompletenessStatus, ExecuteOptions, SandboxProfile, Session, SessionOptions, SnapshotReport } from "../protocol/api.ts";
+import type { CompletenessStatus, ExecuteOptions, InspectOptions, SandboxProfile, Session, SessionOptions, SnapshotReport } from "../protocol/api.ts";
 
 export type { ClientOptions } from "../settings/home.ts";
 
@@ -277,8 +277,9 @@ export class RemoteSession implements Session {
     return this.send("safe", (c) => c.call({ type: "variables", session: this.id, spec: this.setup.spec }));
   }
 
-  inspect(name: string): Promise<InspectInfo> {
-    return this.send("safe", (c) => c.call({ type: "inspect", session: this.id, name, spec: this.setup.spec }));
+  inspect(name: string, options: InspectOptions = {}): Promise<InspectInfo> {
+    const full = options.full ? { full: true } : {};
+    return this.send("safe", (c) => c.call({ type: "inspect", session: this.id, name, ...full, spec: this.setup.spec }));
   }
 
   async reset(): Promise<void> {

@@ -59,6 +59,13 @@ export const FIGURE_FORMATS: readonly FigureFormat[] = ["png", "svg"];
  */
 export const IDEMPOTENCY = { keysKept: 128, maxAgeMs: 24 * 60 * 60_000, maxKeyLength: 128, droppedRemembered: 1024 } as const;
 
+/**
+ * How far a cut of the output moves to land on a line boundary: the truncation marker then starts a
+ * line and no half line is kept (lib/session/output.ts), and the live echo holds back a partial line
+ * within it so what it showed is a prefix of what the result keeps (lib/cli/render.ts LiveEcho).
+ */
+export const LINE_SNAP_BYTES = 256;
+
 /** Characters of a running keyed cell's latest output the supervisor keeps for `status ID --output` (its tail). */
 export const OUTPUT_SO_FAR_CHARS = 8_192;
 

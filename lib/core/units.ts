@@ -2,7 +2,8 @@
 // and config key that takes one (lib/core/limits.ts parseCount): a duration is `500ms`, `30s`, `2m`,
 // `1h` (a bare number is milliseconds), a size `512`, `64K`, `1M`, `2G` (a bare number is bytes; K, M
 // and G are powers of 1024, a trailing `B`/`iB` is allowed: `64KiB`, `1MB`). Fractions are allowed
-// where the result is whole enough to round (`1.5s`, `0.5K`). Case does not matter.
+// where the result is whole enough to round (`1.5s`, `0.5K`). Case does not matter. A duration a
+// result reports (`duration_ms`, wherever the result is made) is rounded by one rule too: durationMs.
 
 const DURATION_UNITS: Record<string, number> = { "": 1, ms: 1, s: 1000, sec: 1000, m: 60_000, min: 60_000, h: 3_600_000 };
 const SIZE_UNITS: Record<string, number> = { "": 1, b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 };
@@ -31,4 +32,9 @@ export function parseWhole(text: string): Parsed {
   const trimmed = text.trim();
   if (!/^\d+$/.test(trimmed)) return { problem: `must be a whole number, 0 or more, not ${JSON.stringify(text)}` };
   return { value: Number(trimmed) };
+}
+
+/** A duration as results give it: milliseconds to 0.1 ms (finer digits are timer noise, and cost a reader's context). */
+export function durationMs(ms: number): number {
+  return Math.round(ms * 10) / 10;
 }

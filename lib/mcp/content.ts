@@ -8,6 +8,7 @@
 import { readFileSync, statSync } from "node:fs";
 import { isAbsolute } from "node:path";
 import { AwreplError } from "../core/errors.ts";
+import { durationMs } from "../core/units.ts";
 import type { DisplayItem, ExecResult } from "../protocol/result.ts";
 import type { SessionInfo } from "../protocol/supervisor.ts";
 import { representations } from "../session/mime.ts";
@@ -66,14 +67,14 @@ export function idleContent(session: string, notice: string): ToolResult {
 }
 
 /** An ExecResult with no output, of MCP's own statuses (`running`, `idle`). */
-export function emptyResult(session: string, status: "running" | "idle", durationMs = 0): ExecResult {
+export function emptyResult(session: string, status: "running" | "idle", elapsedMs = 0): ExecResult {
   return {
     stdout: "",
     stderr: "",
     value: null,
     exception: null,
     traceback: "",
-    duration_ms: Math.round(durationMs),
+    duration_ms: durationMs(elapsedMs),
     truncated: false,
     truncated_bytes: 0,
     status: status as ExecResult["status"],

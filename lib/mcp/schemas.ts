@@ -59,7 +59,11 @@ export function argumentSchemas(d: SchemaDefaults) {
     }),
     wait: z.strictObject({ session, wait_ms: waitMs }),
     session: z.strictObject({ session }),
-    inspect: z.strictObject({ name: z.string().min(1).describe("A name in the session's namespace"), session }),
+    inspect: z.strictObject({
+      name: z.string().min(1).describe("A name in the session's namespace"),
+      full: z.boolean().optional().describe("The whole docstring and every attribute name, dunders too (default: the first paragraph, 40 public names)."),
+      session,
+    }),
     none: z.strictObject({}),
     close: z.strictObject({
       session,

@@ -115,7 +115,7 @@ export class Tools {
       "variables",
       {
         title: "List variables",
-        description: "The session's variables: name -> type and short repr.",
+        description: "The session's variables: name -> one line saying what it is (type, size, short repr).",
         inputSchema: a.session,
         outputSchema: S.variablesResult,
         annotations: annotations(true, false, true, false),
@@ -126,7 +126,7 @@ export class Tools {
       "inspect",
       {
         title: "Inspect a variable",
-        description: "Describe one name in the session: type, repr, doc, signature, length, keys, shape, dtype, ...",
+        description: "Describe one name in the session: type, size (shape, columns, len), repr, signature, docstring (first paragraph; full for all), keys, ...",
         inputSchema: a.inspect,
         outputSchema: S.inspectResult,
         annotations: annotations(true, false, true, false),
@@ -178,7 +178,7 @@ export class Tools {
   }
 
   private async inspect(a: S.InspectArgs): Promise<ToolResult> {
-    const info = await (await this.remote(this.name(a.session), true)).inspect(a.name);
+    const info = await (await this.remote(this.name(a.session), true)).inspect(a.name, { full: a.full === true });
     const text = Object.entries(info)
       .filter(([, v]) => v !== null && v !== undefined)
       .map(([k, v]) => `${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`)

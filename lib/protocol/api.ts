@@ -97,11 +97,14 @@ export type SnapshotReport = {
   bytes: number;
 };
 
+/** `full`: the whole docstring and every attribute name (dunders too), not the first paragraph and 40 public names. */
+export type InspectOptions = { full?: boolean };
+
 export interface Session extends AsyncDisposable {
   readonly id: string;
   execute(code: string, options?: ExecuteOptions): Promise<ExecResult>;
   variables(): Promise<Record<string, string>>;
-  inspect(name: string): Promise<InspectInfo>;
+  inspect(name: string, options?: InspectOptions): Promise<InspectInfo>;
   reset(): Promise<void>;
   /** Interrupts the running cell, if any; resolves at once. */
   interrupt(): Promise<void>;

@@ -121,7 +121,8 @@ export type ExecuteCallRequest = {
 export type HostReplyCallRequest = { type: "host_reply"; id: RequestId; target: RequestId; host_id: string; data: Record<string, unknown> };
 export type SessionCallRequest =
   | { type: "variables"; id: RequestId; session: string; spec?: SessionSpec }
-  | { type: "inspect"; id: RequestId; session: string; name: string; spec?: SessionSpec }
+  /** `full`: the whole docstring and every attribute name (InspectOptions). */
+  | { type: "inspect"; id: RequestId; session: string; name: string; full?: boolean; spec?: SessionSpec }
   | { type: "reset"; id: RequestId; session: string; spec?: SessionSpec }
   | { type: "complete"; id: RequestId; session: string; code: string; cursor?: number; spec?: SessionSpec }
   | { type: "is_complete"; id: RequestId; session: string; code: string; spec?: SessionSpec }

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { CellRecorder, durationMs, type LiveOutput, lostStateNotice, neverRanResult } from "./cell.ts";
+import { CellRecorder, type LiveOutput, lostStateNotice, neverRanResult } from "./cell.ts";
+import { durationMs } from "../core/units.ts";
 import { DisplayFiles } from "./display.ts";
 import { CellDisplays } from "./display_entries.ts";
 import { OutputCollector } from "./output.ts";

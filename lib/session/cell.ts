@@ -4,6 +4,7 @@
 import type { CellDisplays } from "./display_entries.ts";
 import { capEntries, type CappedText, capText, type OutputCollector, type Stream } from "./output.ts";
 import { RawText } from "../wire/output_frames.ts";
+import { durationMs } from "../core/units.ts";
 import type { ExecResult, ExecStatus } from "../protocol/result.ts";
 import type { DisplayEvent, DoneEvent, ErrorEvent, NameFailure } from "../protocol/runtime.ts";
 import type { ExecuteOptions } from "../protocol/api.ts";
@@ -203,11 +204,6 @@ export class CellRecorder implements RequestHandlers {
     if (notice) result.notice = notice;
     return result;
   }
-}
-
-/** A duration as results give it: milliseconds to 0.1 ms (finer digits are timer noise, and cost a reader's context). */
-export function durationMs(ms: number): number {
-  return Math.round(ms * 10) / 10;
 }
 
 function capitalize(text: string): string {

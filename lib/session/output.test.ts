@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { capEntries, capText, LINE_SNAP_BYTES, OutputCollector, truncationMarker } from "./output.ts";
+import { capEntries, capText, OutputCollector, truncationMarker } from "./output.ts";
+import { LINE_SNAP_BYTES } from "../core/limits.ts";
 import { utf8Length, utf8Prefix, utf8Suffix } from "../core/utf8.ts";
 import { RawText, readOutputFrame } from "../wire/output_frames.ts";
 

@@ -8,7 +8,7 @@
 // piece is only counted and, if it is still in the tail when the result is made, decoded. The tail
 // drops whole pieces as later ones arrive and cuts inside its first piece only in result(), so a
 // piece passing through is never decoded; it holds at most the tail's limit plus one piece.
-import { byteLimit } from "../core/limits.ts";
+import { byteLimit, LINE_SNAP_BYTES } from "../core/limits.ts";
 import { utf8Length, utf8Prefix, utf8Suffix } from "../core/utf8.ts";
 import type { RawText } from "../wire/output_frames.ts";
 
@@ -52,9 +52,6 @@ export function capText(text: string, limit: number): CappedText {
   const dropped = bytes - headBytes - tailBytes;
   return { text: joinCut(head, dropped, tail), dropped };
 }
-
-/** How far a cut moves to land on a line boundary: the marker then starts a line, and no half line is kept. */
-export const LINE_SNAP_BYTES = 256;
 
 /** A kept head (and its bytes) cut back to its last newline, when one is within LINE_SNAP_BYTES of its end. */
 function headToLine(head: string, bytes: number): [string, number] {

@@ -94,6 +94,21 @@ describe("the original awrepl's cases", () => {
     expect(err.message).toContain('"nope"');
   });
 
+  test("inspect() gives the docstring's first paragraph and public names; { full: true } all of both", async () => {
+    const s = await start();
+    const ran = await s.execute('class Box:\n    """One line.\n\n    The second paragraph."""\n    def _hidden(self): pass\n    def shown(self): pass\nb = Box()');
+    expect(ran.status).toBe("ok");
+    const short = await s.inspect("b");
+    expect(short.docstring).toBe("One line.");
+    expect(short.dir).toEqual(["shown"]);
+    expect(short.more?.docstring).toBeGreaterThan(0);
+    const full = await s.inspect("b", { full: true });
+    expect(full.docstring).toContain("The second paragraph.");
+    expect(full.dir).toContain("_hidden");
+    expect(full.dir).toContain("__init__");
+    expect(full.more).toBeUndefined();
+  });
+
   test("reset() clears names and keeps builtins", async () => {
     const s = await start();
     await s.execute("x = 1");

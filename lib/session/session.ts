@@ -28,7 +28,7 @@ import { checkMove, type Loss, NextResultNotices, type WorkerSlot } from "./sess
 import { aftermath, type Recovery, SessionSnapshots, type SnapshotTransfer } from "./snapshots.ts";
 import { defaultSnapshotPath, describeSnapshot, keysPath } from "./snapshot_files.ts";
 import { IdempotencyKeys, type KeyState } from "./idempotency.ts";
-import type { CompletenessStatus, ExecuteOptions, Session, SessionOptions, SnapshotReport } from "../protocol/api.ts";
+import type { CompletenessStatus, ExecuteOptions, InspectOptions, Session, SessionOptions, SnapshotReport } from "../protocol/api.ts";
 import type { SpareWorkers } from "../worker/spare.ts";
 import { type RequestHandlers, UndeliveredRequestError, type Worker, type WorkerListeners } from "../worker/worker.ts";
 import { startSessionWorker, type WorkerSpec } from "./worker_start.ts";
@@ -362,8 +362,10 @@ export class ReplSession implements Session {
     return done.variables ?? {};
   }
 
-  async inspect(name: string, options: CallOptions = {}): Promise<InspectInfo> {
-    const done = await this.inTurn(() => this.control({ type: "inspect", name }, false), options);
+  async inspect(name: string, options: CallOptions & InspectOptions = {}): Promise<InspectInfo> {
+    // `full` travels only when asked: the default request is the one every runtime version understands.
+    const request: RequestBody = options.full ? { type: "inspect", name, full: true } : { type: "inspect", name };
+    const done = await this.inTurn(() => this.control(request, false), options);
     if (done.status !== "ok" || !done.info) {
       const detail = done.reason && !done.reason.includes("not defined") ? ` (${done.reason})` : "";
       throw new AwreplError("name_not_found", `Name ${JSON.stringify(name)} is not defined in session ${this.id}${detail}`);

@@ -172,7 +172,15 @@ export class SessionSnapshots {
   }
 
   private async writeByPath(target: string, timeoutMs?: number, maxVariableMs?: number): Promise<DoneEvent> {
-    const done = await this.request(this.capped({ type: "snapshot", path: target, manifest_path: manifestPath(target) }, maxVariableMs), { timeoutMs });
+    let done: DoneEvent;
+    try {
+      done = await this.request(this.capped({ type: "snapshot", path: target, manifest_path: manifestPath(target) }, maxVariableMs), { timeoutMs });
+    } catch (err) {
+      // A worker killed while it wrote leaves its temp file beside the target (the runtime streams the
+      // payload into it): its writer is gone now, so it goes (the previous snapshot stays in place).
+      sweepTempFiles(target);
+      throw err;
+    }
     if (done.status !== "ok") throw new AwreplError("snapshot_failed", `Snapshot of session ${this.id} to ${target} failed: ${done.reason ?? "no reason given"}`);
     return done;
   }
@@ -360,16 +368,17 @@ export class SessionSnapshots {
   /**
    * Autosave: snapshots to the default place after a cell. A small namespace (its last autosave at
    * most ALWAYS_SAVE_BYTES) is saved every time: that is the only way to see every change, and it
-   * costs milliseconds. A larger one is saved only when its `variables` listing (every name with its
-   * type and short repr) changed: cheap, but blind to a change its short repr does not show, such as
-   * an append to a long list (docs/persistence.md).
+   * costs milliseconds. A larger one is saved only when its `variables` listing in `form: "repr"`
+   * (every name with its type and short repr; the default one-line form says only a frame's shape and
+   * dtypes) changed: cheap, but blind to a change its short repr does not show, such as an append to
+   * a long list (docs/persistence.md).
    */
   async autosave(isClosed: () => boolean): Promise<void> {
     try {
       const target = this.defaultPath();
       let fingerprint: string | null = null;
       if (this.autosavedBytes === null || this.autosavedBytes > ALWAYS_SAVE_BYTES) {
-        const listing = await this.request({ type: "variables" }, {});
+        const listing = await this.request({ type: "variables", form: "repr" }, {});
         if (listing.status !== "ok") throw new Error(listing.reason ?? "the variables check failed");
         fingerprint = JSON.stringify(listing.variables ?? {});
         if (fingerprint === this.savedFingerprint && this.latest === target && existsSync(target)) return;

@@ -310,7 +310,7 @@ async function sessionCall(session: ReplSession, request: SessionCallRequest, tu
     case "variables":
       return session.variables(turn);
     case "inspect":
-      return session.inspect(request.name, turn);
+      return session.inspect(request.name, { ...turn, full: request.full === true });
     case "reset":
       await session.reset(turn);
       return null;

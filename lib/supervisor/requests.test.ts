@@ -57,6 +57,8 @@ describe("reading a request line", () => {
     expect(errorOf({ type: "open", id: 1, session: "a", spec: { autosave: "on" } }).error.message).toContain("spec.autosave");
     expect(errorOf({ type: "open", id: 1, session: "a", spec: { python_given: 1 } }).error.message).toContain("spec.python_given");
     expect(accepted({ type: "close", id: 1, session: "a", keep: true })).toBe(true);
+    expect(errorOf({ type: "inspect", id: 1, session: "a", name: "x", full: "yes" }).error.message).toBe("Field full must be true or false");
+    expect(accepted({ type: "inspect", id: 1, session: "a", name: "x", full: true })).toBe(true);
     expect(errorOf({ type: "execute", id: 1, session: "a", code: "x", filename: 3 }).error.message).toContain("filename");
     expect(errorOf({ type: "execute", id: 1, session: "a", code: "x", filename: "a".repeat(4097) }).error.code).toBe("usage");
     expect(accepted({ type: "execute", id: 1, session: "a", code: "x", filename: "/tmp/x.py" })).toBe(true);

@@ -71,7 +71,14 @@ const REQUESTS: { readonly [T in RequestType]: Rule<T> } = {
     },
   },
   variables: { session: true, id: true },
-  inspect: { session: true, id: true, check: (f) => checkString(f, "name") },
+  inspect: {
+    session: true,
+    id: true,
+    check(f) {
+      checkString(f, "name");
+      checkFlag(f, "full");
+    },
+  },
   reset: { session: true, id: true },
   complete: {
     session: true,

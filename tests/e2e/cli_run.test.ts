@@ -75,20 +75,23 @@ describe("awrepl run: output", () => {
 describe("awrepl run: display data", () => {
   test("text is printed inline, binary is written to a file whose path is printed", () =>
     withHome(async (home) => {
-      const cell = "import awrepl, base64\nawrepl.emit({'text/plain': '<Figure 1>', 'image/png': base64.b64encode(b'PNGDATA').decode()})\n'after'";
+      // A text entry prints its text; an image prints its path only (its `<Figure 1>` placeholder says
+      // nothing the file does not), while --json keeps every form.
+      const cell = "import awrepl, base64\nawrepl.emit({'text/plain': 'a table'})\nawrepl.emit({'text/plain': '<Figure 1>', 'image/png': base64.b64encode(b'PNGDATA').decode()})\n'after'";
       const r = await run(["run", cell], { home });
       expect(r.code).toBe(0);
       const lines = r.stdout.trimEnd().split("\n");
-      expect(lines[0]).toBe("<Figure 1>");
+      expect(lines).toHaveLength(3);
+      expect(lines[0]).toBe("a table");
       const m = /^\[image\/png\] (.+\.png)$/.exec(lines[1] ?? "");
       expect(m).not.toBeNull();
       expect(m?.[1]).toStartWith(home);
       expect(readFileSync(m?.[1] as string, "utf8")).toBe("PNGDATA");
       expect(lines[2]).toBe("'after'");
       const json = JSON.parse((await run(["run", "--json", cell], { home })).stdout);
-      expect(json.display).toHaveLength(1);
-      expect(json.display[0]["text/plain"]).toBe("<Figure 1>");
-      expect(readFileSync(json.display[0]["image/png"], "utf8")).toBe("PNGDATA");
+      expect(json.display).toHaveLength(2);
+      expect(json.display[1]["text/plain"]).toBe("<Figure 1>");
+      expect(readFileSync(json.display[1]["image/png"], "utf8")).toBe("PNGDATA");
     }), 30_000);
 });
 

@@ -60,7 +60,11 @@ describe("awrepl run: stopping a cell", () => {
       const r = await p.result;
       expect(r.code).toBe(130);
       expect(r.stdout.trimEnd().split("\n")).toHaveLength(1);
-      expect(JSON.parse(r.stdout)).toMatchObject({ status: "interrupted", session: null });
+      const result = JSON.parse(r.stdout) as { duration_ms: number };
+      expect(result).toMatchObject({ status: "interrupted", session: null });
+      // Rounded to 0.1 ms like every result the worker's cells get (lib/core/units.ts durationMs).
+      expect(result.duration_ms).toBeGreaterThan(1000);
+      expect(Math.round(result.duration_ms * 10) / 10).toBe(result.duration_ms);
       expect(await waitForNoProcesses(home)).toEqual([]);
     }), 30_000);
 

@@ -65,6 +65,25 @@ describe("answers sized for a context window", () => {
       await run(["daemon", "stop"], { home });
     }), 60_000);
 
+  test("inspect --full: the whole docstring and every attribute name, which the default counts in `more`", () =>
+    withHome(async (home) => {
+      await run(["-s", "i", "run", 'class Box:\n    """One line.\n\n    The second paragraph."""\n    def _hidden(self): pass\n    def shown(self): pass\nb = Box()'], { home });
+      const short = JSON.parse((await run(["-s", "i", "inspect", "b", "--json"], { home })).stdout) as Record<string, unknown>;
+      expect(short.docstring).toBe("One line.");
+      expect(short.dir).toEqual(["shown"]);
+      expect(short.more).toEqual({ docstring: expect.any(Number), dir: expect.any(Number) });
+      const full = await run(["-s", "i", "inspect", "b", "--full", "--json"], { home });
+      expect(full.code).toBe(0);
+      const info = JSON.parse(full.stdout) as Record<string, unknown>;
+      expect(info.docstring).toMatch(/^One line\.\n\n\s*The second paragraph\.$/);
+      expect(info.dir).toContain("_hidden");
+      expect(info.dir).toContain("__init__");
+      expect(info.more).toBeUndefined();
+      const text = await run(["-s", "i", "inspect", "--full", "b"], { home });
+      expect(text.stdout).toMatch(/^docstring: One line\.\n\n\s*The second paragraph\.$/m);
+      await run(["daemon", "stop"], { home });
+    }));
+
   test("duration_ms is rounded to 0.1 ms", () =>
     withHome(async (home) => {
       const r = await json(["run", "sum(range(1000))"], home);

@@ -229,9 +229,13 @@ describe("awrepl mcp's tools, over the SDK's stdio client", () => {
   test("variables, inspect, sessions, reset, close", async () => {
     await run(c.client, "import math\ndata = {'a': [1, 2, 3]}", { session: "other" });
     const v = await tool(c.client, "variables", { session: "other" });
-    expect((v.structuredContent as { variables: Record<string, string> }).variables.data).toBe("dict: {'a': [1, 2, 3]}");
+    expect((v.structuredContent as { variables: Record<string, string> }).variables.data).toBe("dict[str, list] len 1: {'a': [1, 2, 3]}");
     const i = await tool(c.client, "inspect", { name: "data", session: "other" });
     expect((i.structuredContent as { type: string }).type).toBe("dict");
+    expect((i.structuredContent as { dir: string[] }).dir).not.toContain("__len__");
+    const full = await tool(c.client, "inspect", { name: "data", full: true, session: "other" });
+    expect((full.structuredContent as { dir: string[] }).dir).toContain("__len__");
+    expect(text(full)).toContain("__len__");
     const s = await tool(c.client, "sessions");
     const sc = s.structuredContent as { sessions: { name: string }[]; default_session: string };
     expect(sc.sessions.map((x) => x.name)).toContain("other");
