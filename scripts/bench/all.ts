@@ -132,6 +132,7 @@ const sections: Record<string, Section> = {
   runtime: external("runtime.ts"),
   shell: external("shell_call.ts"),
   mcp: external("mcp.ts"),
+  python_client: external("python_client.ts"),
 };
 log("baseline again");
 const after = measureBaseline(baselineRuns);

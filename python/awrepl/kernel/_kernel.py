@@ -244,12 +244,7 @@ class AwreplKernel(Kernel):
         if magic_words(code) is not None or help_target(code) is not None:
             return {"status": "complete"}
 
-        def ask() -> Any:
-            session = self._session()
-            own = getattr(session, "is_complete", None)  # the client's public call, once it has one
-            return own(code) if own is not None else session._request("is_complete", code=code)
-
-        answer = self._bounded("is_complete", ask)
+        answer = self._bounded("is_complete", lambda: self._session().is_complete(code))
         status = answer.get("status") if isinstance(answer, dict) else None
         if status == "incomplete":
             return {"status": "incomplete", "indent": answer.get("indent") or ""}

@@ -1,0 +1,95 @@
+// The Python client package (python/awrepl) end to end: its unittest suites (python/tests/test_*.py)
+// run under Debian's python3 and the oldest and newest supported Pythons from pyenv, one bun test per
+// (interpreter, module), against the compiled binary, each with a state directory of its own; plus a
+// check that `import awrepl` stays cheap beside `python3 -c pass`. A missing interpreter is skipped,
+// and said.
+import { describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
+import { join } from "node:path";
+import { awreplBinary } from "../harness/binary.ts";
+import { ROOT } from "../harness/common.ts";
+
+const PYENV = process.env.PYENV_ROOT || join(homedir(), ".pyenv");
+const INTERPRETERS: [string, string][] = [
+  ["debian", "/usr/bin/python3"],
+  ["3.9", join(PYENV, "versions/3.9.18/bin/python3")],
+  ["3.13", join(PYENV, "versions/3.13.0/bin/python3")],
+];
+const TESTS = join(ROOT, "python", "tests");
+const MODULES = readdirSync(TESTS)
+  // test_kernel.py needs the Jupyter stack: tests/python/kernel.test.ts runs it, on Debian's python3.
+  .filter((f) => /^test_\w+\.py$/.test(f) && f !== "test_kernel.py")
+  .map((f) => f.slice(0, -3))
+  .sort();
+/** One module's whole run; generous, the machine is shared. */
+const MODULE_TIMEOUT_MS = 240_000;
+
+function pythonEnv(home: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, PYTHONPATH: join(ROOT, "python"), AWREPL_BIN: join(ROOT, "dist", "awrepl"), AWREPL_HOME: home, PYTHONDONTWRITEBYTECODE: "1" };
+  delete env.AWREPL_SESSION;
+  delete env.AWREPL_PYTHON;
+  return env;
+}
+
+test("the test modules are found", () => {
+  expect(MODULES).toContain("test_session");
+  expect(MODULES.length).toBeGreaterThanOrEqual(5);
+});
+
+for (const [label, python] of INTERPRETERS) {
+  describe(`python client on ${label} (${python})`, () => {
+    if (!existsSync(python)) {
+      test.skip(`${python} is missing: skipped`, () => {});
+      console.warn(`tests/python/client.test.ts: ${python} is missing; its runs are skipped`);
+      return;
+    }
+    for (const module of MODULES) {
+      test(
+        module,
+        async () => {
+          await awreplBinary();
+          // Each test class makes its own AWREPL_HOME; this one is a fallback nothing should write to.
+          const home = mkdtempSync(join(tmpdir(), "awrepl-pyclient-"));
+          try {
+            const run = spawnSync(python, ["-m", "unittest", "-v", module], { cwd: TESTS, env: pythonEnv(home), encoding: "utf8", timeout: MODULE_TIMEOUT_MS });
+            if (run.status !== 0) console.error(`${python} -m unittest ${module}:\n${run.stdout}\n${run.stderr}`);
+            expect(run.error).toBeUndefined();
+            expect(run.status).toBe(0);
+            expect(run.stderr).toMatch(/\nOK( \(skipped=\d+\))?\n?$/);
+          } finally {
+            spawnSync(join(ROOT, "dist", "awrepl"), ["daemon", "stop"], { env: pythonEnv(home), timeout: 30_000 });
+            rmSync(home, { recursive: true, force: true });
+          }
+        },
+        MODULE_TIMEOUT_MS + 30_000,
+      );
+    }
+
+    test("import awrepl costs little beside python3 -c pass", () => {
+      // Best of several of each, alternating: the machine is shared, so the bound is generous.
+      const env = pythonEnv(tmpdir());
+      const time = (args: string[]) => {
+        const start = performance.now();
+        const r = spawnSync(python, args, { env, timeout: 30_000 });
+        expect(r.status).toBe(0);
+        return performance.now() - start;
+      };
+      const bare: number[] = [];
+      const withImport: number[] = [];
+      for (let i = 0; i < 7; i++) {
+        bare.push(time(["-c", "pass"]));
+        withImport.push(time(["-c", "import awrepl"]));
+      }
+      const over = Math.min(...withImport) - Math.min(...bare);
+      expect(over).toBeLessThan(60);
+      // And by the interpreter's own account: awrepl's import itself, in microseconds.
+      const r = spawnSync(python, ["-X", "importtime", "-c", "import awrepl"], { env, encoding: "utf8", timeout: 30_000 });
+      const line = r.stderr.split("\n").find((l) => /\|\s*awrepl$/.test(l));
+      expect(line).toBeDefined();
+      const cumulativeUs = Number(line!.split("|")[1]!.trim());
+      expect(cumulativeUs).toBeLessThan(20_000);
+    });
+  });
+}
