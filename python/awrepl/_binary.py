@@ -98,4 +98,5 @@ def describe(path: str) -> Executable:
         if run.returncode != 0 or not version:
             raise AwreplError("supervisor_unreachable", "%s --version failed (exit %d): %s" % (path, run.returncode, run.stderr.decode("utf-8", "replace").strip()[:300]))
         _versions[key] = version
-    return Executable(path, version, "%d-%d" % (st.st_size, round(st.st_mtime_ns / 1e6)))
+    # Whole milliseconds, cut down as the executable's own Bun.file().lastModified gives them.
+    return Executable(path, version, "%d-%d" % (st.st_size, st.st_mtime_ns // 1_000_000))
