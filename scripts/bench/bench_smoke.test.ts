@@ -2,11 +2,17 @@
 // summary and raw tables with awrepl figures in them, reports Jupyter or why it was skipped, and
 // leaves no supervisor or worker behind. No figure's size is asserted: timings belong to `npm run bench`.
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { percentile, processesWithHome, REPO, summarize } from "./lib.ts";
 import { renderRawTable, renderSummaryTable, SUMMARY_ROWS } from "./table.ts";
+import { SUPERVISOR_PROTOCOL } from "../../lib/core/version.ts";
+
+test("the 20-line floor client speaks the supervisor's protocol (another would wait for a result that never comes)", () => {
+  const source = readFileSync(join(REPO, "scripts/bench/floor_client.ts"), "utf8");
+  expect(/protocol: (\d+)/.exec(source)?.[1]).toBe(String(SUPERVISOR_PROTOCOL));
+});
 
 describe("statistics", () => {
   test("nearest-rank percentiles and min/median/max", () => {
