@@ -300,7 +300,9 @@ export function sessionsTable(rows: SessionInfo[]): string {
   // Where each worker runs, once any runs elsewhere than a plain local process: pid, cwd and RSS are
   // then the far side's (or the sandbox's), as the worker reported them.
   const where = rows.some((r) => r.worker === "transport" || r.sandbox);
-  const header = ["NAME", "PID", ...(where ? ["WHERE"] : []), "STATE", "CELLS", "AGE", "IDLE", "RSS", "PYTHON", "CWD"];
+  // Each limit with its use, once any session has limits (the mechanisms are in --json).
+  const limited = rows.some((r) => r.limits);
+  const header = ["NAME", "PID", ...(where ? ["WHERE"] : []), "STATE", "CELLS", "AGE", "IDLE", "RSS", ...(limited ? ["LIMITS"] : []), "PYTHON", "CWD"];
   const lines = rows.map((r) => [
     r.name,
     String(r.pid ?? "-"),
@@ -310,6 +312,7 @@ export function sessionsTable(rows: SessionInfo[]): string {
     duration(r.age_ms),
     duration(r.idle_ms),
     bytes(r.rss_bytes),
+    ...(limited ? [limitsCell(r.limits)] : []),
     r.python,
     r.cwd,
   ]);
@@ -324,6 +327,18 @@ function duration(ms: number): string {
   if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
   if (s < 86400) return `${Math.floor(s / 3600)}h${String(Math.floor(s / 60) % 60).padStart(2, "0")}m`;
   return `${Math.floor(s / 86400)}d${String(Math.floor(s / 3600) % 24).padStart(2, "0")}h`;
+}
+
+/** "mem 40.1M/256.0M procs 5/32 file 1.0M": each limit's use against it ("-" without limits); a limit left out (best effort) is "none". */
+function limitsCell(u: SessionInfo["limits"]): string {
+  if (!u) return "-";
+  const m = u.mechanisms;
+  const parts: string[] = [];
+  if (m.memory) parts.push(`mem ${bytes(u.memory_bytes)}/${m.memory === "none" ? "none" : bytes(u.limits.memory_bytes ?? null)}`);
+  if (m.procs) parts.push(`procs ${u.procs ?? "-"}/${m.procs === "none" ? "none" : u.limits.max_procs}`);
+  if (m.cpu) parts.push(`cpu ${m.cpu === "none" ? "none" : `${u.limits.cpu_percent}%`}`);
+  if (m.file_size) parts.push(`file ${m.file_size === "none" ? "none" : bytes(u.limits.max_file_bytes ?? null)}`);
+  return parts.join(" ") || "-";
 }
 
 function bytes(n: number | null): string {

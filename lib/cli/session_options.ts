@@ -6,9 +6,15 @@ import type { AttachOptions } from "../client/attach.ts";
 import { type Limits, resolveLimits } from "../core/limits.ts";
 import type { ReplSessionOptions } from "../session/session.ts";
 import type { Settings } from "../settings/context.ts";
-import { type SandboxFlags, sandboxSpec } from "../settings/sandbox_flags.ts";
+import { type LimitFlags, limitsSpec } from "../settings/limits_flags.ts";
+import { type SandboxFlags as SandboxProfileFlags, sandboxSpec } from "../settings/sandbox_flags.ts";
 
-export type { SandboxFlags } from "../settings/sandbox_flags.ts";
+/**
+ * The global flags that shape a new session's worker: the sandbox's (`--sandbox`, `--sandbox-allow`,
+ * ...) and its resource limits (`--memory`, `--max-procs`, `--cpu`, `--max-file-size`,
+ * `--limits-best-effort`). One type, because every command takes them together (CliContext.sessionFlags).
+ */
+export type SandboxFlags = SandboxProfileFlags & LimitFlags;
 
 /** What a command's own flags say about its session (undefined: the config's value). */
 export type SessionFlags = SandboxFlags & {
@@ -50,6 +56,8 @@ export function attachOptions(settings: Settings, flags: SessionFlags = {}, limi
   };
   const sandbox = sandboxSpec(settings, flags);
   if (sandbox !== undefined) options.sandbox = sandbox;
+  const resources = limitsSpec(settings, flags);
+  if (resources) options.limits = resources;
   return options;
 }
 
@@ -66,5 +74,7 @@ export function ownSessionOptions(settings: Settings, flags: SessionFlags = {}, 
   };
   const sandbox = sandboxSpec(settings, flags);
   if (sandbox) options.sandbox = sandbox;
+  const resources = limitsSpec(settings, flags);
+  if (resources) options.limits = resources;
   return options;
 }

@@ -38,3 +38,15 @@ export function parseWhole(text: string): Parsed {
 export function durationMs(ms: number): number {
   return Math.round(ms * 10) / 10;
 }
+
+/** 268435456 -> "256 MiB"; 1536 -> "1.5 KiB". */
+export function formatBytes(n: number): string {
+  const units = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+  let v = n;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${Number.isInteger(v) ? v : v.toFixed(1)} ${units[i]}`;
+}

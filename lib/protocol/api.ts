@@ -2,6 +2,7 @@
 // ReplSession (a local worker), attach() (a supervisor-held session) and `serve` all share.
 import type { DisplayItem, ExecResult, RestoreReport } from "./result.ts";
 import type { InspectInfo, NameFailure } from "./runtime.ts";
+import type { NetAllowList, ResourceLimits } from "./limits.ts";
 
 /**
  * The `--sandbox` profile (Linux, bubblewrap): no network, the filesystem read-only except the
@@ -27,6 +28,11 @@ export type SandboxProfile = {
    * cell creates there (a new rc file, a program in ~/.local/bin) may run later. Default: refused.
    */
   home?: boolean;
+  /**
+   * The hosts the sandbox may reach through awrepl's proxy (`--sandbox-allow HOST[:PORT]`), without a
+   * network of its own: `host`, `host:port`, `*.domain`, an address (docs/limits.md). Excludes `network`.
+   */
+  allow?: NetAllowList;
 };
 
 export type SessionOptions = {
@@ -57,6 +63,12 @@ export type SessionOptions = {
   autosave?: boolean;
   /** Run the worker in a sandbox (Linux: bubblewrap on PATH); see SandboxProfile. Local interpreters only. */
   sandbox?: SandboxProfile;
+  /**
+   * Resource limits of the worker and everything it starts (`--memory`, `--max-procs`, `--cpu`,
+   * `--max-file-size`): a cgroup where the machine allows one, else rlimits; a limit that cannot be
+   * enforced fails the start unless `best_effort` (docs/limits.md). Local and sandboxed interpreters.
+   */
+  limits?: ResourceLimits;
 };
 
 export type ExecuteOptions = {

@@ -145,7 +145,9 @@ export class ReplSession implements Session {
     this.limits = limits;
     this.cwd = cwd;
     this.autosave = options.autosave ?? false;
-    this.spec = { home, interpreter, cwd, env, spares: options.spares ?? null, sandbox: options.sandbox ?? null };
+    // The limits go with every worker the session starts (a replacement after a death too): a death
+    // by the memory cgroup is said in its exit's reason, and so in the cell's `died` result.
+    this.spec = { home, interpreter, cwd, env, spares: options.spares ?? null, sandbox: options.sandbox ?? null, limits: options.limits ?? null };
     const kept = options.keepDisplayFiles ?? false;
     this.displays = new DisplayFiles(
       displayFolder(home, id, kept),

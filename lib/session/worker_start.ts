@@ -4,6 +4,7 @@
 import { rmSync } from "node:fs";
 import { AwreplError } from "../core/errors.ts";
 import type { SandboxProfile } from "../protocol/api.ts";
+import type { ResourceLimits } from "../protocol/limits.ts";
 import type { Interpreter } from "../worker/interpreter.ts";
 import { type Launch, runtimeLaunch } from "../worker/launch.ts";
 import { spareKey, type SpareWorkers } from "../worker/spare.ts";
@@ -18,6 +19,8 @@ export type WorkerSpec = {
   spares: SpareWorkers | null;
   /** Run the worker under bubblewrap with this profile (SessionOptions.sandbox). */
   sandbox?: SandboxProfile | null;
+  /** Resource limits of the worker and what it starts (SessionOptions.limits; docs/limits.md). */
+  limits?: ResourceLimits | null;
 };
 
 /** How long after a session's worker is ready its replacement spare is started. */
@@ -28,7 +31,7 @@ const SPARE_DELAY_MS = 100;
  * once it keeps the worker (a session closed meanwhile does not).
  */
 export async function startSessionWorker(spec: WorkerSpec, listeners: WorkerListeners): Promise<{ worker: Worker; refillSpare(): void }> {
-  const launchOptions = { sandbox: spec.sandbox, cwd: spec.cwd, env: spec.env };
+  const launchOptions = { sandbox: spec.sandbox, cwd: spec.cwd, env: spec.env, limits: spec.limits };
   let launch = await runtimeLaunch(spec.home, spec.interpreter, launchOptions);
   const spares = spec.spares;
   let worker = spares ? await spares.take(keyOf(spec, launch)) : null;
@@ -57,12 +60,30 @@ export async function startSessionWorker(spec: WorkerSpec, listeners: WorkerList
   return { worker, refillSpare };
 }
 
-/** A spare fits when its command line, directory, environment and sandbox profile all match. */
+/**
+ * A spare fits when its command line, directory, environment, sandbox profile and limits all match.
+ * The limits are in the key because the command line does not carry them all: a cgroup's values are
+ * set on the group made for each process (WorkerLimits), not in its preamble, so two sessions with
+ * other memory limits in a cgroup have the same argv. Limited sessions still take spares (a spare
+ * made for the same plan is as good as a new process), which keeps their start as fast as any other.
+ */
 function keyOf(spec: WorkerSpec, launch: Launch): string {
-  return spareKey(launch.argv, spec.cwd, launch.env ?? spec.env, spec.sandbox ? JSON.stringify(spec.sandbox) : "");
+  const plan = launch.limits;
+  const limits = plan ? JSON.stringify([plan.enforced, plan.mechanisms]) : "";
+  return spareKey(launch.argv, spec.cwd, launch.env ?? spec.env, `${spec.sandbox ? JSON.stringify(spec.sandbox) : ""}\0${limits}`);
 }
 
 function workerOptions(spec: WorkerSpec, launch: Launch, listeners: WorkerListeners): WorkerOptions {
   const label = spec.sandbox ? `${spec.interpreter.command} (sandboxed)` : spec.interpreter.command;
-  return { argv: launch.argv, label, stdinPreamble: launch.stdinPreamble, cwd: spec.cwd, env: launch.env ?? spec.env, kind: launch.kind, ...listeners };
+  return {
+    argv: launch.argv,
+    label,
+    stdinPreamble: launch.stdinPreamble,
+    cwd: spec.cwd,
+    env: launch.env ?? spec.env,
+    kind: launch.kind,
+    limits: launch.limits,
+    netProxy: launch.netProxy,
+    ...listeners,
+  };
 }

@@ -7,7 +7,7 @@ import { ENV_VAR_NAME } from "../core/names.ts";
 import type { SandboxProfile } from "../protocol/api.ts";
 import type { Settings } from "./context.ts";
 
-/** The sandbox flags as given (`--sandbox`, `--no-sandbox`, `--sandbox-net`, `--env NAME`, `--sandbox-write PATH`, `--sandbox-git`, `--sandbox-home`). */
+/** The sandbox flags as given (`--sandbox`, `--no-sandbox`, `--sandbox-net`, `--env NAME`, `--sandbox-write PATH`, `--sandbox-git`, `--sandbox-home`, `--sandbox-allow HOST[:PORT]`). */
 export type SandboxFlags = {
   /** true: --sandbox; false: --no-sandbox; undefined: the config decides. */
   sandbox?: boolean;
@@ -16,13 +16,15 @@ export type SandboxFlags = {
   write?: string[];
   git?: boolean;
   home?: boolean;
+  /** --sandbox-allow HOST[:PORT] (repeatable): hosts the sandbox reaches through awrepl's proxy. */
+  allow?: string[];
 };
 
 /**
  * The sandbox a new session gets from the flags over the config: a profile, `false` (--no-sandbox:
  * explicitly none) or undefined (none, and no preference: a live or saved session keeps its own
  * without a word). --sandbox-net, --env and --sandbox-write add to the config's profile and need a
- * sandbox to add to. Paths are made absolute against the caller's directory and must exist. Usage
+ * sandbox to add to (so do --sandbox-allow's hosts, which exclude the network). Paths are made absolute against the caller's directory and must exist. Usage
  * errors name the offending flag and value. (Also for `awrepl mcp`: call it with its flags.)
  */
 export function sandboxSpec(settings: Settings, flags: SandboxFlags = {}): SandboxProfile | false | undefined {
@@ -32,6 +34,7 @@ export function sandboxSpec(settings: Settings, flags: SandboxFlags = {}): Sandb
     flags.write?.length ? "--sandbox-write" : "",
     flags.git ? "--sandbox-git" : "",
     flags.home ? "--sandbox-home" : "",
+    flags.allow?.length ? "--sandbox-allow" : "",
   ].filter(Boolean);
   if (flags.sandbox === false) {
     if (modifiers.length) throw usageError(`${modifiers.join(", ")} cannot go with --no-sandbox`);
@@ -55,6 +58,17 @@ export function sandboxSpec(settings: Settings, flags: SandboxFlags = {}): Sandb
   if (paths.length) profile.writable = paths;
   if (flags.git || base.git) profile.git = true;
   if (flags.home || base.home) profile.home = true;
+  for (const host of flags.allow ?? []) {
+    if (host.trim() === "") throw usageError(`--sandbox-allow needs a host[:port] (a name, *.domain, an IPv4 address or [IPv6]), not ${JSON.stringify(host)}`);
+  }
+  const allow = union(base.allow, flags.allow);
+  if (allow.length) {
+    if (profile.network) {
+      const net = flags.net ? "--sandbox-net" : 'the config\'s sandbox "network"';
+      throw usageError(`--sandbox-allow ${allow.join(" ")} cannot go with ${net}: the allow list only means something without the network`);
+    }
+    profile.allow = allow;
+  }
   return profile;
 }
 

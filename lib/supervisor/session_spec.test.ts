@@ -121,3 +121,34 @@ describe("specLimits", () => {
     expect(specLimits(config, { timeout_ms: 0, max_output_bytes: 10, grace_ms: 1 })).toMatchObject({ timeoutMs: 0, maxOutputBytes: 10, graceMs: 1, displayMaxEntries: 7 });
   });
 });
+
+describe("resource limits and the allow list in the spec", () => {
+  const MiB = 1024 * 1024;
+
+  test("a saved spec's limits stay when the session is re-created; a caller asking for others is told", () => {
+    const h = home();
+    writeSessionSpec(h, "a", { python: "p", cwd: h, limits: { memory_bytes: 256 * MiB, max_procs: 32 } });
+    expect(specFor(h, "a", { cwd: "/" }, quiet)).toMatchObject({ spec: { limits: { memory_bytes: 256 * MiB, max_procs: 32 } }, notices: [] });
+    const asked = specFor(h, "a", { cwd: "/", limits: { memory_bytes: 2 * 1024 * MiB } }, quiet);
+    expect(asked.spec.limits).toEqual({ memory_bytes: 256 * MiB, max_procs: 32 });
+    expect(asked.notices).toEqual(["Session a keeps its limits (memory 256 MiB, max procs 32); the limits asked for (memory 2 GiB) were not applied."]);
+    // The same limits in another order, or none asked: nothing to say.
+    expect(specFor(h, "a", { cwd: "/", limits: { max_procs: 32, memory_bytes: 256 * MiB } }, quiet).notices).toEqual([]);
+  });
+
+  test("a live session asked for other limits keeps its own, and says so", () => {
+    const has: SessionSpec = { python: "p", limits: { max_file_bytes: MiB } };
+    expect(specMismatch("s", has, { python: "p" })).toBeNull();
+    expect(specMismatch("s", has, { limits: { max_file_bytes: MiB } })).toBeNull();
+    expect(specMismatch("s", has, { limits: { cpu_percent: 50, best_effort: true } })).toBe(
+      "Session s keeps its limits (max file size 1 MiB); the limits asked for (cpu 50%, best effort) were not applied. A session keeps what it was created with: `awrepl close s` first to change it.",
+    );
+    expect(specMismatch("s", { python: "p" }, { limits: { max_procs: 64 } })).toContain("keeps its limits (none)");
+  });
+
+  test("the allow list is part of the sandbox profile", () => {
+    expect(sameSandbox({ allow: ["a.org", "b.org"] }, { allow: ["b.org", "a.org"] })).toBe(true);
+    expect(sameSandbox({ allow: ["a.org"] }, {})).toBe(false);
+    expect(describeSandbox({ allow: ["pypi.org", "127.0.0.1:8080"] })).toBe("sandbox: no network, allow pypi.org 127.0.0.1:8080");
+  });
+});

@@ -10,6 +10,8 @@ import type { Config } from "../settings/config.ts";
 import type { HomeLayout } from "../settings/home.ts";
 import type { SandboxProfile } from "../protocol/api.ts";
 import type { SessionSpec } from "../protocol/supervisor.ts";
+import type { ResourceLimits } from "../protocol/limits.ts";
+import { formatBytes } from "../core/units.ts";
 import { ReplSession, type ReplSessionOptions } from "../session/session.ts";
 import { defaultSnapshotPath, migrateLegacyLayout, readSessionSpec, writeSessionSpec } from "../session/snapshot_files.ts";
 import type { SpareWorkers } from "../worker/spare.ts";
@@ -74,6 +76,7 @@ function workerOptions(layout: HomeLayout, config: Config, spares: SpareWorkers,
     python: spec.python ?? config.python,
     ...(spec.venv ? { venv: spec.venv } : {}),
     ...sandboxOption(spec.sandbox),
+    ...(spec.limits ? { limits: spec.limits } : {}),
     cwd: spec.cwd,
     env: spec.env && exactEnv(spec.env, layout.home),
     figureFormat: config.figureFormat,
@@ -113,6 +116,8 @@ export function specFor(home: string, name: string, requested: SessionSpec, log:
   }
   const sandboxNote = sandboxMismatch(name, saved.sandbox, requested.sandbox);
   if (sandboxNote) notices.push(sandboxNote);
+  const limitsNote = limitsMismatch(name, saved.limits, requested.limits);
+  if (limitsNote) notices.push(limitsNote);
   if (saved.cwd !== undefined && !existsSync(saved.cwd)) {
     throw new AwreplError(
       "usage",
@@ -147,6 +152,8 @@ export function specMismatch(name: string, has: SessionSpec, asked: SessionSpec 
   }
   const sandbox = sandboxMismatch(name, has.sandbox, asked.sandbox);
   if (sandbox) notes.push(sandbox);
+  const limits = limitsMismatch(name, has.limits, asked.limits);
+  if (limits) notes.push(limits);
   if (notes.length === 0) return null;
   return `${notes.join(" ")} A session keeps what it was created with: \`awrepl close ${name}\` first to change it.`;
 }
@@ -176,7 +183,32 @@ export function sameSandbox(a: SandboxProfile | false | undefined, b: SandboxPro
 function canonicalSandbox(s: SandboxProfile | false | undefined): string {
   if (!s) return "none";
   const sorted = (xs: string[] | undefined) => [...new Set(xs ?? [])].sort();
-  return JSON.stringify([s.network === true, sorted(s.env), sorted(s.writable), s.git === true, s.home === true]);
+  return JSON.stringify([s.network === true, sorted(s.env), sorted(s.writable), s.git === true, s.home === true, sorted(s.allow)]);
+}
+
+/**
+ * What a call is told when it asks for other resource limits than the session has (live, or saved
+ * with its spec): it keeps its own. Null when the call asked for none (no preference) or the same.
+ */
+function limitsMismatch(name: string, has: ResourceLimits | undefined, asked: ResourceLimits | undefined): string | null {
+  if (asked === undefined || canonicalLimits(has) === canonicalLimits(asked)) return null;
+  return `Session ${name} keeps its limits (${describeLimits(has)}); the limits asked for (${describeLimits(asked)}) were not applied.`;
+}
+
+function canonicalLimits(l: ResourceLimits | undefined): string {
+  const keys = ["memory_bytes", "max_procs", "cpu_percent", "max_file_bytes"] as const;
+  return JSON.stringify([...keys.map((k) => l?.[k] ?? null), l?.best_effort === true]);
+}
+
+/** "memory 256 MiB, max procs 32", or "none". */
+export function describeLimits(l: ResourceLimits | undefined): string {
+  const parts: string[] = [];
+  if (l?.memory_bytes !== undefined) parts.push(`memory ${formatBytes(l.memory_bytes)}`);
+  if (l?.max_procs !== undefined) parts.push(`max procs ${l.max_procs}`);
+  if (l?.cpu_percent !== undefined) parts.push(`cpu ${l.cpu_percent}%`);
+  if (l?.max_file_bytes !== undefined) parts.push(`max file size ${formatBytes(l.max_file_bytes)}`);
+  if (parts.length && l?.best_effort) parts.push("best effort");
+  return parts.length ? parts.join(", ") : "none";
 }
 
 /** "sandbox: no network", "sandbox: network, env GITHUB_TOKEN, writable /data", or "no sandbox". */
@@ -187,6 +219,7 @@ export function describeSandbox(s: SandboxProfile | false | undefined, prefix = 
   if (s.writable?.length) parts.push(`writable ${s.writable.join(" ")}`);
   if (s.git) parts.push("writable .git");
   if (s.home) parts.push("home allowed");
+  if (s.allow?.length) parts.push(`allow ${s.allow.join(" ")}`);
   return `${prefix}sandbox: ${parts.join(", ")}`;
 }
 

@@ -375,6 +375,8 @@ export class SessionTable {
         age_ms: now - e.createdAt,
         idle_ms: busy ? 0 : now - lastUsed,
         rss_bytes: report ? report.facts.rss : pid === null ? null : processRss(pid),
+        // Measured here (its cgroup, or /proc for its processes), with the limits as enforced.
+        ...(report?.limits ? { limits: report.limits } : {}),
         owned: e.owner !== null,
       };
     });

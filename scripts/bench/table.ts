@@ -301,7 +301,8 @@ export type FloorRow = {
   unit: "ms" | "us" | "MB/s" | "MiB";
   /** The floor's figure and awrepl's (medians, or p99 with `stat`). */
   floor?: string;
-  awrepl: string;
+  /** awrepl's figure; a list: the first present (a figure named after the machine's mechanism, say). */
+  awrepl: string | string[];
   stat?: Stat;
   /** A per-round (or per-pair) difference or ratio figure; its median and range are shown. */
   vs?: { figure: string; kind: "diff" | "ratio" };
@@ -313,7 +314,7 @@ export type FloorRow = {
    * Judged on the median of `vs` (the ratio for MB/s rows; else awrepl's value), with awrepl's own
    * value beside it; a string says which part of a two-part target failed.
    */
-  met?: (value: number, awrepl: number) => boolean | string;
+  met?: (value: number, awrepl: number, floor: number) => boolean | string;
   /** Judged on the median of `cpu`, shown beside (the wall time of a loaded machine carries the load). */
   metCpu?: (value: number) => boolean;
 };
@@ -404,6 +405,40 @@ export const FLOOR_ROWS: FloorRow[] = [
     target: "≥ 0.8 × the floor",
     met: (ratio) => ratio >= 0.8,
   },
+  // limits.ts (issue 24): a limited worker's start beside the same start without limits, and the
+  // allow list's proxy beside a direct request, each measured in the same rounds.
+  {
+    label: "worker start with memory, procs (cgroup) and file size limits",
+    unit: "ms",
+    floor: "worker start, no limits",
+    awrepl: ["worker start, limits (cgroup v2: memory, procs; file size)", "worker start, limits (cgroup v1: memory, procs; file size)"],
+    target: "≤ floor + 5 ms",
+    met: (_v, ours, floor) => ours - floor <= 5,
+  },
+  {
+    label: "worker start with rlimits only (memory, file size)",
+    unit: "ms",
+    floor: "worker start, no limits",
+    awrepl: "worker start, rlimits (memory, file size)",
+    target: "≤ floor + 5 ms",
+    met: (_v, ours, floor) => ours - floor <= 5,
+  },
+  {
+    label: "HTTP request to 127.0.0.1 through the allow list's proxy (host process)",
+    unit: "ms",
+    floor: "request direct (this process)",
+    awrepl: "request through the proxy (this process)",
+    target: "≤ floor + 1 ms",
+    met: (_v, ours, floor) => ours - floor <= 1,
+  },
+  {
+    label: "the same from a sandboxed cell (urllib, forwarder and proxy)",
+    unit: "ms",
+    floor: "urllib request direct (cell, no sandbox)",
+    awrepl: "urllib request via forwarder + proxy (sandboxed cell)",
+    target: "≤ floor + 1 ms",
+    met: (_v, ours, floor) => ours - floor <= 1,
+  },
   { label: "idle worker RSS", unit: "MiB", awrepl: "worker_idle_rss_mib", target: "≤ 11.7 MiB (no worse than before)", met: (v) => v <= 11.7 },
   { label: "idle supervisor RSS (one session)", unit: "MiB", awrepl: "supervisor_idle_rss_mib", target: "≤ 50 MiB (no worse than before)", met: (v) => v <= 50 },
   { label: "the same, anonymous memory only (RssAnon)", unit: "MiB", awrepl: "supervisor_idle_rss_anon_mib", target: "(VmRSS − the executable's pages)" },
@@ -425,7 +460,8 @@ export function renderFloorTable(rows: FloorRow[], figures: Figures): string {
   const body = rows.map((row) => {
     const stat = row.stat ?? "p50";
     const floor = row.floor ? median(figures[row.floor], stat) : Number.NaN;
-    const ours = median(figures[row.awrepl], stat);
+    const name = typeof row.awrepl === "string" ? row.awrepl : (row.awrepl.find((k) => figures[k]) ?? "");
+    const ours = median(figures[name], stat);
     let vs = "";
     let judged = ours;
     if (row.vs) {
@@ -437,9 +473,9 @@ export function renderFloorTable(rows: FloorRow[], figures: Figures): string {
     }
     const cpu = row.cpu ? spread(figures[row.cpu], "ms", "diff") : "";
     const faults = row.faults ? spread(figures[row.faults], "", "diff").replace(/ \(/, " (") : "";
-    const verdict = (ok: ((v: number, a: number) => boolean | string) | undefined, v: number) => {
+    const verdict = (ok: ((v: number, a: number, f: number) => boolean | string) | undefined, v: number) => {
       if (!ok || Number.isNaN(v)) return "";
-      const r = ok(v, ours);
+      const r = ok(v, ours, floor);
       return r === true ? "yes" : r === false ? "NO" : r;
     };
     let met = verdict(row.met, judged);

@@ -12,6 +12,7 @@ import { runtimeLaunch } from "../../lib/worker/launch.ts";
 import { sweepStaleGroups } from "../../lib/worker/limits/cgroup.ts";
 import { type LimitsHost, limitsHost } from "../../lib/worker/limits/plan.ts";
 import { Worker } from "../../lib/worker/worker.ts";
+import { forkCell } from "./limits_cells.ts";
 import { cell, launchedWorkers, PYTHON, rejection, requireBwrap, tempHome, waitFor } from "../harness/mod.ts";
 
 const MiB = 1024 * 1024;
@@ -79,31 +80,14 @@ describe("memory", () => {
 });
 
 describe("processes", () => {
-  const forkBomb = `
-import os, time, signal
-kids, err = [], None
-try:
-    for _ in range(500):
-        pid = os.fork()
-        if pid == 0:
-            time.sleep(60)
-            os._exit(0)
-        kids.append(pid)
-except OSError as e:
-    err = type(e).__name__
-for k in kids:
-    os.kill(k, signal.SIGKILL)
-for k in kids:
-    os.waitpid(k, 0)
-print(err, len(kids))
-`;
+  const forkBomb = forkCell(500);
   test("a bounded fork bomb under max_procs fails inside the cell; another worker and then the same one go on", async () => {
     const parent = cgroupParent("pids");
     const w = await workers.start({ limits: { max_procs: 64 }, cwd: project.home });
     expect(w.limitsUsage()?.mechanisms.procs).toMatch(/^cgroup v[12]$/);
     const other = await workers.start({ cwd: project.home });
     const bomb = await cell(w, forkBomb, 60_000);
-    const [err, n] = bomb.out.trim().split(" ");
+    const [n, err] = bomb.out.trim().split(" ");
     expect(err).toBe("BlockingIOError");
     expect(Number(n)).toBeLessThan(64);
     expect(Number(n)).toBeGreaterThan(10);

@@ -8,6 +8,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { AwreplError } from "../../core/errors.ts";
 import type { LimitMechanism, LimitMechanisms, ResourceLimits } from "../../protocol/limits.ts";
+import { formatBytes } from "../../core/units.ts";
 import { type CgroupHost, type CgroupValues, type Controller, probeCgroups } from "./cgroup.ts";
 
 /** What this machine offers (probed once per process; tests pass their own, e.g. without cgroups). */
@@ -151,18 +152,6 @@ export function describeValue(key: string, v: number): string {
   if (key === "memory_bytes" || key === "max_file_bytes") return formatBytes(v);
   if (key === "cpu_percent") return `${v}%`;
   return String(v);
-}
-
-/** 268435456 -> "256 MiB"; 1536 -> "1.5 KiB". */
-export function formatBytes(n: number): string {
-  const units = ["bytes", "KiB", "MiB", "GiB", "TiB"];
-  let v = n;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${Number.isInteger(v) ? v : v.toFixed(1)} ${units[i]}`;
 }
 
 /** The OOM score every worker gets: OOM_SCORE_ABOVE_HOST above this process's own, at most 1000. */

@@ -4,7 +4,8 @@
 import type { LimitsUsage } from "../../protocol/limits.ts";
 import { treeUsage } from "../proc_tree.ts";
 import { WorkerCgroup } from "./cgroup.ts";
-import { formatBytes, type LimitsPlan } from "./plan.ts";
+import { formatBytes } from "../../core/units.ts";
+import type { LimitsPlan } from "./plan.ts";
 import { preambleInput } from "./preamble.ts";
 
 export class WorkerLimits {
