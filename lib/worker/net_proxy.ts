@@ -145,12 +145,8 @@ async function route(client: Socket, entries: AllowEntry[], head: string, rest: 
     if (rest.length) upstream.write(rest);
     return splice(client, upstream);
   }
-  let url: URL;
-  try {
-    url = new URL(target);
-  } catch {
-    return refuse(client, 400, `a proxy request needs an absolute http:// URI, not ${JSON.stringify(target.slice(0, 100))}`);
-  }
+  const url = URL.canParse(target) ? new URL(target) : null;
+  if (!url) return refuse(client, 400, `a proxy request needs an absolute http:// URI, not ${JSON.stringify(target.slice(0, 100))}`);
   if (url.protocol !== "http:") return refuse(client, 400, `only http:// is forwarded as a plain request (use CONNECT for ${url.protocol}//)`);
   const port = Number(url.port || 80);
   const hostHeader = headerLines.find((l) => /^host:/i.test(l))?.slice(5).trim();
