@@ -56,7 +56,16 @@ def __getattr__(name: str) -> "Any":
 
 
 def _version() -> str:
-    """The installed distribution's version (the wheel's); in a checkout, package.json's: one source each."""
+    """The installed distribution's version (the wheel's); in a checkout, package.json's: one source each.
+    The copy an awrepl executable writes for its kernel (``awrepl kernel install``) carries its own
+    ``_version.txt``, which comes first: another awrepl that pip installed beside it is not this one."""
+    import os
+
+    try:
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "_version.txt"), encoding="utf-8") as f:
+            return f.read().strip()
+    except OSError:
+        pass
     try:
         from importlib.metadata import PackageNotFoundError, version
 
@@ -67,7 +76,6 @@ def _version() -> str:
     except ImportError:  # pragma: no cover
         pass
     import json
-    import os
 
     try:
         with open(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "package.json"), encoding="utf-8") as f:

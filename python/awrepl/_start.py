@@ -29,6 +29,10 @@ HELLO_TIMEOUT_S = 15.0
 STALE_LOCK_S = 10.0
 LOG_ROTATE_BYTES = 1024 * 1024
 MAX_STARTS = 3
+#: Who this client is, sent as hello's ``client``: a session's history names who ran each cell. The
+#: Jupyter kernel sets "kernel" for its process (awrepl.kernel._kernel); a supervisor that predates the
+#: field ignores it.
+client_kind = "python"
 
 
 class Handshake(NamedTuple):
@@ -62,7 +66,7 @@ class _ClosedBeforeHello(Exception):
 
 
 def _hello(sock: socket.socket, exe: Executable, layout: Layout):
-    line = {"type": "hello", "op": "hello", "protocol": PROTOCOL, "version": exe.version, "build": exe.build}
+    line = {"type": "hello", "op": "hello", "protocol": PROTOCOL, "version": exe.version, "build": exe.build, "client": client_kind}
     sock.settimeout(HELLO_TIMEOUT_S)
     try:
         sock.sendall(json.dumps(line).encode() + b"\n")

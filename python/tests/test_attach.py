@@ -30,6 +30,16 @@ class AttachTest(HomeTestCase):
             s.execute("x")
         self.assertIn("attach('shared')", str(caught.exception))
 
+    def test_the_history_says_python_ran_the_cell(self):
+        """hello's ``client`` is "python": the session's history names who ran each cell."""
+        with attach("who-ran") as s:
+            s.execute("a = 1")
+        awrepl(self.home.path, "-s", "who-ran", "run", "b = 2")
+        listed = awrepl(self.home.path, "-s", "who-ran", "history", "--json")
+        self.assertEqual(listed.returncode, 0, listed.stderr)
+        cells = json.loads(listed.stdout)["cells"]
+        self.assertEqual([(c["code"], c["client"]) for c in cells], [("a = 1", "python"), ("b = 2", "cli")])
+
     def test_complete_and_is_complete(self):
         with attach("editing") as s:
             s.execute("import json")

@@ -10,6 +10,7 @@ kernel makes (ContentTest) need none of them and run everywhere.
 
 import base64
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -239,6 +240,14 @@ class KernelTest(HomeTestCase):
             self.assertEqual(agent.execute("from_notebook").value, "'set in the notebook'")
             agent.execute("from_agent = [1, 2, 3]")
         self.assertEqual(self.ok("sum(from_agent)").result(), {"text/plain": "6"})
+
+    def test_the_history_says_the_kernel_ran_the_cell(self):
+        """The kernel's hello says ``client: "kernel"`` (an attach() in any other process says "python")."""
+        self.ok("ran_by = 'the notebook'")
+        listed = awrepl(self.home.path, "-s", self.session, "history", "--json")
+        self.assertEqual(listed.returncode, 0, listed.stderr)
+        cells = [c for c in json.loads(listed.stdout)["cells"] if c["code"] == "ran_by = 'the notebook'"]
+        self.assertEqual([c["client"] for c in cells], ["kernel"])
 
     def test_execution_count_counts_the_kernels_cells(self):
         first = self.ok("1")

@@ -35,7 +35,7 @@ function newestSourceMtime(): number {
       for (const name of readdirSync(path)) if (!name.startsWith(".")) visit(join(path, name));
     } else if (/\.(ts|py|json)$/.test(path) && !path.endsWith(".test.ts")) newest = Math.max(newest, st.mtimeMs);
   };
-  for (const p of ["main.ts", "lib", "runtime.py", "package.json"]) visit(join(ROOT, p));
+  for (const p of ["main.ts", "lib", "runtime.py", "python/awrepl", "package.json"]) visit(join(ROOT, p));
   return newest;
 }
 

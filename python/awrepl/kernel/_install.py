@@ -8,6 +8,11 @@ on ``sys.path`` itself, so the kernel never depends on the environment Jupyter h
 
 It is written by jupyter_client's ``KernelSpecManager`` when it can be imported, else into the data
 directory ``jupyter --paths`` names.
+
+``awrepl kernel install`` (lib/cli/kernel_command.ts) runs this same installer, with ``--prog`` first so
+that usage errors carry its name: from the Python pip installed this version into (``-m``), else from the
+copy of this package the executable writes into its state directory (``-c``, that directory on
+``sys.path``), which then is the directory the kernelspec names.
 """
 
 import argparse
@@ -134,8 +139,12 @@ def write_spec(spec: Dict[str, object], name: str, user: bool, prefix: Optional[
         return dest
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m awrepl.kernel install", description="Register a Jupyter kernel that is a client of one named awrepl session.")
+#: What usage errors call this command (``awrepl kernel install`` runs it as ``install --prog NAME ...``).
+PROG = "python -m awrepl.kernel install"
+
+
+def parser(prog: str = PROG) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description="Register a Jupyter kernel that is a client of one named awrepl session.")
     p.add_argument("--session", default=os.environ.get("AWREPL_SESSION"), help="the session's name (default: $AWREPL_SESSION)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--user", action="store_true", help="into the user's Jupyter data directory (the default)")
@@ -157,7 +166,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: List[str]) -> int:
-    p = parser()
+    prog = PROG
+    if argv[:1] == ["--prog"] and len(argv) > 1:  # the awrepl executable's own command name, first when given
+        prog, argv = argv[1], argv[2:]
+    p = parser(prog)
     args = p.parse_args(argv)
     if not args.session:
         p.error("name the session: --session NAME (or set AWREPL_SESSION)")
@@ -177,7 +189,7 @@ def main(argv: List[str]) -> int:
         probe(command)
         dest = write_spec(kernel_spec(args, command), name, user=not (args.system or args.prefix), prefix=args.prefix)
     except InstallError as err:
-        print("awrepl kernel install: %s" % err, file=sys.stderr)
+        print("%s: %s" % (prog, err), file=sys.stderr)
         return 1
     print("Installed kernelspec %s in %s (session %s)" % (name, dest, args.session))
     return 0

@@ -63,6 +63,10 @@ class AwreplKernel(Kernel):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        # This process is the kernel: its hello says so, and the session's history names "kernel" for its cells.
+        from awrepl import _start
+
+        _start.client_kind = "kernel"
         self._remote: Optional[awrepl.RemoteSession] = None
         self._attach_lock = threading.Lock()
 
