@@ -24,7 +24,7 @@ Requests (host -> runtime); (+) marks awrepl's additions to protocol v3:
     {"type":"host_reply","id":ID,"data":OBJ}                     no done
     {"type":"snapshot","id":ID,"path":STR,"manifest_path":STR,
      "max_bytes":INT?,"max_variable_bytes":INT?,"prune_oversized":BOOL?,
-     "max_variable_ms":INT?(+)}          done + saved, skipped, pruned, bytes
+     "max_variable_ms":INT?(+),"fsync":BOOL?(+)}   done + saved, skipped, pruned, bytes
   + {"type":"snapshot","id":ID,"to":"host","max_bytes":INT?,"max_variable_bytes":INT?,
      "chunk_bytes":INT?}                       the payload streams back as data events (never
                                                whole in memory here); done + saved, skipped,
@@ -355,7 +355,7 @@ def _frame(obj):
 
 
 _timer_wake = _held_lock()  # released when a request starts while the batch timer sleeps
-BATCH_BYTES = 8192
+BATCH_BYTES = 65536  # a fast printer's frames: 8 KiB ones cost both sides 1.5-2x the CPU per byte
 BATCH_SECONDS = 0.05
 TIMER_LINGER_SECONDS = 0.2
 
@@ -4138,30 +4138,11 @@ class _Codec(object):
     def __init__(self):
         self.pickle = _imp("pickle")
         self.needed = set()
-        self.refs = set()  # cell classes the last dumps() referenced by name
+        self.refs = set()  # cell classes the last dump() referenced by name
         self._top = None  # the value being saved: a class saved as itself is saved by value
         self._dill = None
         self._dill_pickler = None
         self._c_pickler = None
-
-    def dumps(self, v):
-        """(kind, blob) where kind is "pickle" or "dill"; raises what the fallback raises."""
-        self._top = v
-        self.refs = set()
-        try:
-            blob = self._dumps_c(v)
-            if _MAIN_REF not in blob:
-                return "pickle", blob
-        except Exception:
-            pass
-        self.refs = set()
-        if self._load_dill():
-            return "dill", self._dumps_dill(v)
-        blob = self._dumps_c(v)
-        if _MAIN_REF in blob:
-            # pickle saves functions and classes by name only; a new worker would not find them.
-            raise TypeError("pickle cannot save functions or classes defined in cells (dill can)")
-        return "pickle", blob
 
     def _reduce(self, obj):
         """reducer_override of both picklers: cell classes by reference, modules by name."""
@@ -4178,7 +4159,33 @@ class _Codec(object):
                 return _class_ref, (name,)
         return NotImplemented
 
-    def _dumps_c(self, v):
+    def dump(self, v, out):
+        """Stream v into `out`, a _PayloadFile record; the kind, "pickle" or "dill" (raises what
+        the fallback raises). A failed attempt is rewound: the record holds the one that worked."""
+        self._top = v
+        self.refs = set()
+        first = None
+        out.scan = True
+        try:
+            self._dump_c(v, out)
+            if not out.main_ref:
+                return "pickle"
+        except Exception as e:
+            if out.error is not None:
+                raise
+            first = e
+        finally:
+            out.scan = False
+        self.refs = set()
+        out.rewind()
+        if self._load_dill():
+            self._dump_dill(v, out)
+            return "dill"
+        if first is not None:
+            raise first
+        raise TypeError("pickle cannot save functions or classes defined in cells (dill can)")
+
+    def _dump_c(self, v, f):
         pickle = self.pickle
         if self._c_pickler is None:
             reduce = self._reduce
@@ -4187,9 +4194,7 @@ class _Codec(object):
                 def reducer_override(self, obj):
                     return reduce(obj)
             self._c_pickler = Pickler
-        buf = _imp("io").BytesIO()
-        self._c_pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(v)
-        return buf.getvalue()
+        self._c_pickler(f, protocol=pickle.HIGHEST_PROTOCOL).dump(v)
 
     def _load_dill(self):
         if self._dill is None:
@@ -4200,7 +4205,7 @@ class _Codec(object):
                 self._dill = False
         return self._dill
 
-    def _dumps_dill(self, v):
+    def _dump_dill(self, v, f):
         if self._dill_pickler is None:
             code_type = type(_dill_probe.__code__)
             needed = self.needed
@@ -4215,22 +4220,21 @@ class _Codec(object):
                 def reducer_override(self, obj):
                     return reduce(obj)
             self._dill_pickler = Pickler
-        buf = _imp("io").BytesIO()
-        p = self._dill_pickler(buf, self.pickle.HIGHEST_PROTOCOL, byref=False, recurse=False)
+        p = self._dill_pickler(f, self.pickle.HIGHEST_PROTOCOL, byref=False, recurse=False)
         p._main = _user_module  # dill's own notion of __main__ is fixed when dill is imported
         p.dump(v)
-        return buf.getvalue()
 
-    def loader(self, kind):
-        """The loads for `kind`, or None when it is dill and dill is not importable."""
+    def loader(self, kind, from_file=False):
+        """The loads for `kind` (load, reading a file at a record's offset, with from_file), or None
+        when it is dill and dill is not importable."""
         if kind != "dill":
-            return self.pickle.loads
+            return self.pickle.load if from_file else self.pickle.loads
         dill = self._load_dill()
         if not dill:
             return None
 
-        def loads(blob):
-            u = dill.Unpickler(_imp("io").BytesIO(blob))
+        def loads(src):
+            u = dill.Unpickler(src if from_file else _imp("io").BytesIO(src))
             u._main = _user_module  # a function's globals reference resolves to the live namespace
             return u.load()
         return loads
@@ -4279,8 +4283,9 @@ def _support_names(needed, taken):
 
 
 def _atomic_write(path, data):
-    """Write a temp file beside path, then rename it over path. Created 0600: a snapshot holds the
-    session's variables (tokens, data), and a path the user names may be in a shared directory."""
+    """Write a temp file beside path, then rename it over path: data, or what the function data(fd)
+    writes (its value is returned). Created 0600: a snapshot holds the session's variables (tokens,
+    data), and a path the user names may be in a shared directory."""
     d = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(d, ".%s.%d.tmp" % (os.path.basename(path), os.getpid()))
     try:
@@ -4289,9 +4294,17 @@ def _atomic_write(path, data):
         except FileNotFoundError:
             pass
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
-        with open(fd, "wb") as f:
-            f.write(data)
+        if callable(data):
+            try:
+                value = data(fd)
+            finally:
+                os.close(fd)
+        else:
+            with open(fd, "wb") as f:
+                f.write(data)
+            value = None
         os.replace(tmp, path)
+        return value
     except BaseException:
         try:
             os.unlink(tmp)
@@ -4461,9 +4474,9 @@ def _snapshot_manifest(saved, skipped, pruned, size, kind, kinds, support):
 
 
 class _DataStream(object):
-    """A file for pickle.Pickler: ships what it is given as data events of `chunk` raw bytes
-    (base64), so the payload is never held whole here; counts and hashes it. An interrupt lands
-    between two pieces (the host then drops what it received)."""
+    """Where a _PayloadFile sends a payload to the host: ships what it is given as data events of
+    `chunk` raw bytes (base64), so the payload is never held whole here; counts and hashes it. An
+    interrupt lands between two pieces (the host then drops what it received)."""
 
     def __init__(self, r, chunk):
         self.req = r
@@ -4513,9 +4526,175 @@ class _DataStream(object):
         return self.hash.hexdigest()
 
 
+class _PayloadFile(object):
+    """A snapshot's payload as it is written (format 2), straight into its file (path) or a
+    _DataStream (to the host), never as a second copy of the namespace in memory: MAGIC, then
+    each name's pickle as a record of its own, then the index (a pickle of {format, serializer,
+    serializers, names: {name: [offset, length]}, support: {...}}, names in restore order), then
+    the index's offset (8 bytes, little-endian) and MAGIC again: a file without that trailer is
+    torn. A pickler writes into the current record (begin); a name that fails, or goes over its
+    room, is rewound (cut off), so a record holds one whole pickle or nothing.
+
+    A record starts where everything before it is already out (begin flushes): a rewind, wherever
+    an interrupt or the time budget cut the writing, cuts the file back to that offset. Into a file,
+    small writes (the pickler's frames) are gathered and big ones (a value's own bytes, which the C
+    pickler writes by themselves: PEP 574) go out as they come. To the host a record is held until it
+    is kept, as references to the pickler's pieces (the value's own buffers: no copy), since what
+    was sent cannot be taken back."""
+
+    MAGIC = b"AWREPL\x02\n"
+    GATHER = 1 << 20
+    SLICE = 1 << 26  # a big write goes out in slices, an interrupt checked between two
+
+    def __init__(self, r, fd=None, stream=None):
+        self.req = r
+        self.fd = fd
+        self.stream = stream
+        self.pickle = _imp("pickle")
+        self.pieces = []  # not yet out: bytes-like objects, the last one a bytearray gathering
+        self.start = self.end = 0  # the current record's offset; the end of the last one kept
+        self.size = 0  # the current record's bytes, counted on past its room
+        self.room = None
+        self.over = False
+        self.scan = False  # look for a __main__ reference in what the C pickler writes
+        self.main_ref = False
+        self.error = None  # writing failed (disk full): the snapshot fails, not the name
+        self.index = {"names": {}, "support": {}}
+        self.begin(None)
+        self.write(self.MAGIC)
+        self.keep(None, False)
+
+    def begin(self, room):
+        """Start a record: at most `room` bytes (None: any), at the end of the last one kept."""
+        self._flush()
+        self.start = self.end
+        self.size = 0
+        self.room = room
+        self.over = False
+        self.main_ref = False
+
+    def write(self, b):
+        if type(b) is not bytes:
+            try:
+                b = memoryview(b).cast("B")
+            except TypeError:
+                b = b.raw()  # a PickleBuffer of a Fortran-ordered array
+        n = len(b)
+        self.size += n
+        if self.scan and not self.main_ref and type(b) is bytes and (n < 65536 or self._frame(b)) and _MAIN_REF in b:
+            self.main_ref = True
+        if self.over or (self.room is not None and self.size > self.room):
+            self.over = True  # counted, not written: the record is rewound
+            return n
+        last = self.pieces[-1] if self.pieces else None
+        if n < self.GATHER and type(last) is bytearray and len(last) < self.GATHER:
+            last += b
+        elif n < self.GATHER:
+            self.pieces.append(bytearray(b))
+        else:
+            self.pieces.append(b)  # held by reference: the pickler's own object
+        if self.fd is not None and (n >= self.GATHER or len(self.pieces) > 1):
+            self._flush()
+        return n
+
+    @staticmethod
+    def _frame(b):
+        """Whether a big write is one of the C pickler's frames (FRAME and its 8-byte length, after
+        PROTO at the start, perhaps followed by the opcode of a value whose bytes come next), which
+        may hold a __main__ reference, rather than a value's own bytes, which hold none (scanning a
+        1 GiB bytes value took 0.65 s)."""
+        i = 2 if b[0] == 0x80 else 0
+        if b[i] != 0x95:
+            return False
+        end = i + 9 + int.from_bytes(b[i + 1:i + 9], "little")
+        return end <= len(b) <= end + 9
+
+    def rewind(self):
+        """Cut the current record off: its attempt failed, or it went over its room."""
+        self.pieces = []
+        if self.fd is not None:
+            os.ftruncate(self.fd, self.start)
+            os.lseek(self.fd, self.start, 0)
+        self.size = 0
+        self.over = False
+        self.main_ref = False
+
+    def keep(self, name, support):
+        """The current record is whole: list it in the index (name None: the header)."""
+        if self.fd is not None:
+            self._flush()
+        if name is not None:
+            self.index["support" if support else "names"][name] = (self.start, self.size)
+        self.end = self.start + self.size
+        self.room = None
+
+    def _flush(self):
+        while self.pieces:
+            piece = self.pieces[0]
+            if self.fd is None:
+                self.stream.write(piece)  # ships in chunks, checking for an interrupt between two
+            else:
+                mv = memoryview(piece)
+                try:
+                    while mv:
+                        _checkpoint(self.req)
+                        mv = mv[os.write(self.fd, mv[:self.SLICE]):]
+                except OSError as e:
+                    self.error = e
+                    raise
+            del self.pieces[0]
+
+    def finish(self, index, durable=True):
+        """The index and trailer after the records kept; the payload's size. A file is made durable
+        (fsync, before it is renamed into place) unless told otherwise."""
+        self.begin(None)
+        at = self.start
+        self.pickle.Pickler(self, protocol=self.pickle.HIGHEST_PROTOCOL).dump(index)
+        self.keep(None, False)
+        self.begin(None)
+        self.write(at.to_bytes(8, "little") + self.MAGIC)
+        self.keep(None, False)
+        self._flush()
+        if self.fd is None:
+            self.stream.close()
+        elif durable:
+            os.fsync(self.fd)
+        return self.end
+
+    @staticmethod
+    def serializer(kinds):
+        return "dill" if "dill" in kinds.values() else "pickle"  # what a restore needs
+
+    def index_of(self, kinds):
+        """The payload's index: classes first, bases before subclasses (values refer to them by
+        name, see _Codec)."""
+        names, support = self.index["names"], self.index["support"]
+        return {"format": 2, "serializer": self.serializer(kinds), "serializers": kinds,
+                "names": dict((n, names[n]) for n in sorted(names, key=_restore_rank)),
+                "support": dict((n, support[n]) for n in sorted(support, key=_restore_rank))}
+
+    @classmethod
+    def records(cls, read, size):
+        """The index of a format 2 payload of `size` bytes, read(offset, n) giving its bytes, each
+        record's bounds checked; None for a format 1 payload (one pickle of {format, names:
+        {name: blob}, ...})."""
+        if size < len(cls.MAGIC) or bytes(read(0, len(cls.MAGIC))) != cls.MAGIC:
+            return None
+        tail = 8 + len(cls.MAGIC)
+        trailer = bytes(read(max(0, size - tail), tail))
+        at = int.from_bytes(trailer[:8], "little")
+        if len(trailer) != tail or trailer[8:] != cls.MAGIC or not len(cls.MAGIC) <= at <= size - tail:
+            raise ValueError("the payload is torn: the index at its end is missing")
+        index = _imp("pickle").loads(read(at, size - tail - at))
+        for key in ("names", "support"):
+            for name, (offset, length) in index[key].items():
+                if not (type(name) is str and len(cls.MAGIC) <= offset and offset + length <= at):
+                    raise ValueError("record %r lies outside the payload" % (name,))
+        return index
+
+
 @_handler
 def _h_snapshot(r):
-    pickle = _imp("pickle")
     path = r.msg.get("path")
     manifest_path = r.msg.get("manifest_path")
     to_host = r.msg.get("to") == "host"
@@ -4531,85 +4710,98 @@ def _h_snapshot(r):
     max_bytes = _int_field(r, "max_bytes")
     max_var = _int_field(r, "max_variable_bytes")
     max_ms = _int_field(r, "max_variable_ms")  # a name slower to pickle is skipped, not the snapshot
-    if not to_host:
-        _check_manifest_target(manifest_path)  # before anything is written
-    codec = _Codec()
-    saved, skipped, pruned, blobs, support, kinds = [], [], [], {}, {}, {}
-    deps = {}  # name -> the cell classes its value refers to by name
-    total = 0
-    pending = _user_names()
-    support_round = False
-    while pending:
-        for name in pending:
-            r.in_user = True  # user __reduce__ / __getstate__ run here: interruptible
-            try:
-                _checkpoint(r)
-                if max_ms:
-                    dumped = _within_budget(r, lambda: codec.dumps(_ns[name]), "slow", "interrupted", max_ms / 1000.0)
-                    if type(dumped) is str:
-                        why = "took longer than %d ms to pickle" % max_ms if dumped == "slow" else "KeyboardInterrupt while pickling"
-                        skipped.append({"name": name, "reason": why})
-                        continue
-                    kind, blob = dumped
-                else:
-                    kind, blob = codec.dumps(_ns[name])
-                if codec.refs:
-                    deps[name] = codec.refs
-                    codec.needed.update(codec.refs)  # a _Private class is saved as support
-            except KeyboardInterrupt:
-                raise
-            except BaseException as e:
-                skipped.append({"name": name, "reason": "%s: %s" % (type(e).__name__, _safe_str(e))[:500]})
-                continue
-            finally:
-                r.in_user = False
-            size = len(blob)
-            if max_var is not None and size > max_var:
-                skipped.append({"name": name, "reason": "%d bytes exceeds max_variable_bytes %d" % (size, max_var)})
-                if prune and not support_round:
-                    pruned.append(name)
-                continue
-            if max_bytes is not None and total + size > max_bytes:
-                skipped.append({"name": name, "reason": "%d bytes would exceed max_bytes %d" % (size, max_bytes)})
-                continue
-            (support if support_round else blobs)[name] = blob
-            kinds[name] = kind
-            if not support_round:
-                saved.append(name)
-            total += size
-        # Filtered names that saved cell code calls, until none is new (a helper may need another).
-        support_round = True
-        pending = _support_names(codec.needed, set(blobs) | set(support) | set(s["name"] for s in skipped))
-    _drop_orphans(deps, blobs, support, kinds, saved, skipped)
-    # Classes first, bases before subclasses: values refer to them by name (see _Codec).
-    order = sorted(blobs, key=_restore_rank)
-    blobs = dict((n, blobs[n]) for n in order)
-    support = dict((n, support[n]) for n in sorted(support, key=_restore_rank))
-    kind = "dill" if "dill" in kinds.values() else "pickle"  # what a restore needs
-    outer = {"format": SNAPSHOT_FORMAT, "serializer": kind, "names": blobs,
-             "serializers": kinds, "support": support}
     if to_host:
-        out = _DataStream(r, chunk)
-        pickle.Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(outer)
-        support_names = list(support)
-        del outer, blobs, support
-        out.close()
-        manifest = _snapshot_manifest(saved, skipped, pruned, out.bytes, kind, kinds, support_names)
-        return {"saved": saved, "skipped": skipped, "pruned": [], "bytes": out.bytes,
-                "sha256": out.sha256, "manifest": manifest}
-    payload = pickle.dumps(outer, protocol=pickle.HIGHEST_PROTOCOL)
-    manifest = _snapshot_manifest(saved, skipped, pruned, len(payload), kind, kinds, support)
+        stream = _DataStream(r, chunk)
+        out = _PayloadFile(r, stream=stream)
+        saved, skipped, pruned, kinds, support = _snapshot_names(r, out, max_bytes, max_var, max_ms, False)
+        size = out.finish(out.index_of(kinds))
+        manifest = _snapshot_manifest(saved, skipped, pruned, size, _PayloadFile.serializer(kinds), kinds, support)
+        return {"saved": saved, "skipped": skipped, "pruned": [], "bytes": size,
+                "sha256": stream.sha256, "manifest": manifest}
+    _check_manifest_target(manifest_path)  # before anything is written
+
+    durable = r.msg.get("fsync") is not False  # fsync before the rename: ~3 ms for a small payload
+
+    def fill(fd):
+        out = _PayloadFile(r, fd=fd)
+        names = _snapshot_names(r, out, max_bytes, max_var, max_ms, prune)
+        return names, out.finish(out.index_of(names[3]), durable)
     try:
-        _atomic_write(path, payload)
+        (saved, skipped, pruned, kinds, support), size = _atomic_write(path, fill)
     except OSError as e:
         raise _RequestFailed("cannot write snapshot %s: %s" % (path, e.strerror or e))
+    manifest = _snapshot_manifest(saved, skipped, pruned, size, _PayloadFile.serializer(kinds), kinds, support)
     try:
         _atomic_write(manifest_path, _manifest_text(manifest).encode())
     except OSError as e:
         raise _RequestFailed("cannot write manifest %s: %s" % (manifest_path, e.strerror or e))
     for name in pruned:  # only once everything is on disk
         _ns.pop(name, None)
-    return {"saved": saved, "skipped": skipped, "pruned": pruned, "bytes": len(payload)}
+    return {"saved": saved, "skipped": skipped, "pruned": pruned, "bytes": size}
+
+
+def _snapshot_names(r, out, max_bytes, max_var, max_ms, prune):
+    """Each name into a record of `out`, one at a time: (saved, skipped, pruned, kinds, support
+    names). A name that cannot be saved, is too big or too slow is skipped with why."""
+    codec = _Codec()
+    saved, skipped, pruned, kinds = [], [], [], {}
+    deps = {}  # name -> the cell classes its value refers to by name
+    total = 0
+    pending = _user_names()
+    support_round = False
+    while pending:
+        for name in pending:
+            room = max_var
+            if max_bytes is not None:
+                room = max_bytes - total if room is None else min(room, max_bytes - total)
+            _checkpoint(r)
+            out.begin(room)  # outside the time budget: a record starts where the kept ones end
+            r.in_user = True  # user __reduce__ / __getstate__ run here: interruptible
+            try:
+                if max_ms:
+                    kind = _within_budget(r, lambda: codec.dump(_ns[name], out), "slow", "interrupted", max_ms / 1000.0)
+                    if kind in ("slow", "interrupted"):
+                        out.rewind()
+                        why = "took longer than %d ms to pickle" % max_ms if kind == "slow" else "KeyboardInterrupt while pickling"
+                        skipped.append({"name": name, "reason": why})
+                        continue
+                else:
+                    kind = codec.dump(_ns[name], out)
+                if codec.refs:
+                    deps[name] = codec.refs
+                    codec.needed.update(codec.refs)  # a _Private class is saved as support
+            except KeyboardInterrupt:
+                raise
+            except BaseException as e:
+                if out.error is not None:
+                    raise out.error
+                out.rewind()
+                skipped.append({"name": name, "reason": "%s: %s" % (type(e).__name__, _safe_str(e))[:500]})
+                continue
+            finally:
+                r.in_user = False
+            size = out.size
+            if max_var is not None and size > max_var:
+                out.rewind()
+                skipped.append({"name": name, "reason": "%d bytes exceeds max_variable_bytes %d" % (size, max_var)})
+                if prune and not support_round:
+                    pruned.append(name)
+                continue
+            if max_bytes is not None and total + size > max_bytes:
+                out.rewind()
+                skipped.append({"name": name, "reason": "%d bytes would exceed max_bytes %d" % (size, max_bytes)})
+                continue
+            out.keep(name, support_round)
+            kinds[name] = kind
+            if not support_round:
+                saved.append(name)
+            total += size
+        # Filtered names that saved cell code calls, until none is new (a helper may need another).
+        support_round = True
+        index = out.index
+        pending = _support_names(codec.needed, set(index["names"]) | set(index["support"]) | set(s["name"] for s in skipped))
+    _drop_orphans(deps, out.index["names"], out.index["support"], kinds, saved, skipped)
+    return saved, skipped, pruned, kinds, sorted(out.index["support"])
 
 
 def _receive_payload(r):
@@ -4636,32 +4828,67 @@ def _receive_payload(r):
 
 @_handler
 def _h_restore(r):
-    pickle = _imp("pickle")
     path = r.msg.get("path")
+    f = None
     if r.msg.get("from") == "host":
         path = "<from host>"
-        raw = _receive_payload(r)
+        mv = memoryview(_receive_payload(r))
+        size = len(mv)
+
+        def read(offset, n):
+            return mv[offset:offset + n]
     elif not isinstance(path, str) or not path:
         raise _RequestFailed("restore needs a string 'path' (or 'from': 'host' and 'bytes')")
     else:
+        mv = None
         try:
-            with open(path, "rb") as f:
-                raw = f.read()
+            f = open(path, "rb")
+            size = os.fstat(f.fileno()).st_size
         except FileNotFoundError:
             return {"restored": [], "failed": [], "reason": "snapshot not found"}
         except OSError as e:
             raise _RequestFailed("cannot read snapshot %s: %s" % (path, e.strerror or e), restored=[], failed=[])
+
+        def read(offset, n):
+            f.seek(offset)
+            return f.read(n)
     try:
-        payload = pickle.loads(raw)
-        default_kind = payload["serializer"]
-        blobs = payload["names"]
-        kinds = payload.get("serializers") or {}
-        support = payload.get("support") or {}
+        return _restore_names(r, path, f, mv, read, size)
+    finally:
+        if f is not None:
+            f.close()
+
+
+def _restore_names(r, path, f, mv, read, size):
+    """The names of a payload of `size` bytes, in file f or in memory mv, into the namespace."""
+    pickle = _imp("pickle")
+    try:
+        index = _PayloadFile.records(read, size)
+        if index is None:  # format 1: every name's pickle is a bytes value inside one pickle
+            if f is not None:
+                f.seek(0)
+            index = pickle.load(f) if f is not None else pickle.loads(mv)
+        default_kind = index["serializer"]
+        blobs = index["names"]
+        kinds = index.get("serializers") or {}
+        support = index.get("support") or {}
         if not isinstance(blobs, dict) or not isinstance(kinds, dict) or not isinstance(support, dict):
             raise ValueError("names is not a mapping")
+    except OSError as e:
+        raise _RequestFailed("cannot read snapshot %s: %s" % (path, e.strerror or e), restored=[], failed=[])
     except Exception as e:
         raise _RequestFailed("corrupt snapshot %s: %s: %s" % (path, type(e).__name__, _safe_str(e)),
                              restored=[], failed=[])
+    from_file = f is not None and index.get("format") == 2
+
+    def source(ref):
+        """What a loader reads: a format 1 blob, the file at a record, or the record's bytes."""
+        if index.get("format") != 2:
+            return ref
+        if from_file:
+            f.seek(ref[0])
+            return f
+        return mv[ref[0]:ref[0] + ref[1]]
     codec = _Codec()
     restored, failed = [], []
     # Payload order (classes first); support names only where the namespace has none of its own.
@@ -4670,23 +4897,23 @@ def _h_restore(r):
         # A value whose class comes later in the payload (a support class, a class used as a class
         # attribute) waits for another pass; a pass restoring nothing ends it.
         waiting = []
-        for name, blob, is_support in items:
+        for name, ref, is_support in items:
             if name in _NEVER_RESTORE or (is_support and name in _ns):
                 continue
-            loads = codec.loader(kinds.get(name, default_kind))
+            loads = codec.loader(kinds.get(name, default_kind), from_file)
             if loads is None:
                 failed.append({"name": name, "reason": "the snapshot was made with dill, which is not importable"})
                 continue
             r.in_user = True
             try:
                 _checkpoint(r)
-                _ns[name] = loads(blob)
+                _ns[name] = loads(source(ref))
                 if not is_support:
                     restored.append(name)
             except KeyboardInterrupt:
                 raise
             except ClassNotRestoredError as e:
-                waiting.append((name, blob, is_support, e))
+                waiting.append((name, ref, is_support, e))
             except BaseException as e:
                 failed.append({"name": name, "reason": "%s: %s" % (type(e).__name__, _safe_str(e))[:500]})
             finally:

@@ -15,6 +15,7 @@ import { cpus, loadavg, totalmem } from "node:os";
 import { AWREPL_BIN, type Figure, type Figures, log, measureBaseline, PYTHON, REPO, summarize, timeSpawn } from "./lib.ts";
 import { floorFigures } from "./floors.ts";
 import { libraryFigures } from "./library.ts";
+import { benchLimits } from "./limits.ts";
 import { memoryFigures } from "./memory.ts";
 import { benchPersistence } from "./persistence.ts";
 import { startupFigures } from "./startup.ts";
@@ -128,7 +129,9 @@ const sections: Record<string, Section> = {
   memory: await guarded("memory.ts", () => memoryFigures({ smoke })),
   floors: await guarded("floors.ts", () => floorFigures({ smoke })),
   persistence: await guarded("persistence.ts", () => benchPersistence({ smoke })),
+  big_output: await guarded("big_output.ts", async () => (await import("./big_output.ts")).benchBigOutput({ smoke })),
   workers: await guarded("workers.ts", () => benchWorkers({ smoke })),
+  limits: await guarded("limits.ts", () => benchLimits({ smoke })),
   runtime: external("runtime.ts"),
   shell: external("shell_call.ts"),
   mcp: external("mcp.ts"),
