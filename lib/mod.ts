@@ -8,5 +8,5 @@ export type { DisplayItem, ExecResult, ExecStatus, RestoreReport } from "./proto
 export type { InspectInfo, NameFailure } from "./protocol/runtime.ts";
 export { attach, type AttachOptions, type Collected, type DetachedCell, RemoteSession } from "./client/attach.ts";
 export { closeAllSessions, closeSession, collectResult, daemonStatus, type DaemonStopReport, interruptSession, listSessions, stopDaemon, stopDaemonReport } from "./client/daemon.ts";
-export type { StopSnapshot } from "./protocol/supervisor.ts";
+export type { ClientKind, HistoryCell, HistoryValue, StopSnapshot } from "./protocol/supervisor.ts";
 export type { LimitsUsage, NetAllowList, ResourceLimits } from "./protocol/limits.ts";

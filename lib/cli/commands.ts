@@ -70,6 +70,12 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
     .option("--sandbox-write <path>", "with --sandbox: this path is writable too (repeatable)", collect, [] as string[])
     .option("--sandbox-git", "with --sandbox: .git writable (its hooks and config stay read-only; what git reads from it later is then trusted)")
     .option("--sandbox-home", "with --sandbox: allow your home directory (or one holding it) as a writable directory")
+    .option("--sandbox-allow <host[:port]>", "with --sandbox: this host is reachable through awrepl's proxy (repeatable; name, *.domain or address; no port: 80 and 443)", collect, [] as string[])
+    .option("--memory <size>", "memory limit of a new session's worker and what it starts (512M, 2G): a cgroup, else RLIMIT_DATA per process")
+    .option("--max-procs <n>", "processes and threads a new session may run together (at least 8)")
+    .option("--cpu <percent>", "CPU share of a new session, in percent of one CPU (50, 200 = two CPUs; needs a cgroup)")
+    .option("--max-file-size <size>", "largest file a new session may write (1M, 1G); bigger writes fail with EFBIG")
+    .option("--limits-best-effort", "a limit this machine cannot enforce is left out (said by `sessions`) instead of failing the start")
     .option("--self-test", "prove the contract on this machine (no network) and exit; with --json, one JSON object: {ok, checks: [{name, ok, ms, detail?}], ...}")
     .addHelpText("after", EXAMPLES)
     .showSuggestionAfterError(true)
@@ -82,7 +88,8 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
 
   const pythonFlag = () => program.opts<{ python?: string }>().python;
   const sessionFlags = () => {
-    const o = program.opts<{ sandbox?: boolean; sandboxNet?: boolean; env: string[]; sandboxWrite: string[]; sandboxGit?: boolean; sandboxHome?: boolean }>();
+    const o = program.opts<{ sandbox?: boolean; sandboxNet?: boolean; env: string[]; sandboxWrite: string[]; sandboxGit?: boolean; sandboxHome?: boolean; sandboxAllow: string[] }>();
+    const l = program.opts<{ memory?: string; maxProcs?: string; cpu?: string; maxFileSize?: string; limitsBestEffort?: boolean }>();
     const venv = program.opts<{ venv?: string }>().venv;
     const flags: SandboxFlags & { python?: string; venv?: string } = { python: pythonFlag(), ...(venv !== undefined ? { venv } : {}) };
     if (o.sandbox !== undefined) flags.sandbox = o.sandbox;
@@ -91,6 +98,9 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
     if (o.sandboxWrite.length) flags.write = o.sandboxWrite;
     if (o.sandboxGit) flags.git = true;
     if (o.sandboxHome) flags.home = true;
+    if (o.sandboxAllow.length) flags.allow = o.sandboxAllow;
+    for (const key of ["memory", "maxProcs", "cpu", "maxFileSize"] as const) if (l[key] !== undefined) flags[key] = l[key];
+    if (l.limitsBestEffort) flags.limitsBestEffort = true;
     return flags;
   };
   const ctx = await makeContext(() => program.opts<{ session?: string }>().session, env, sessionFlags);
@@ -114,16 +124,18 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
     .option("--display-dir <dir>", "write the cell's display files (plots, images) to DIR, created if missing (default: the state directory)")
     .option("--id <key>", "with --session: an idempotency key; a repeat of KEY runs nothing and prints the first call's result (replayed)")
     .option("--detach", "with --session: start the cell and print its id at once (the --id KEY, or a new one); collect it with `wait ID`, look at it with `status ID`")
+    .option("--keep-going", "with -f FILE.ipynb: run every code cell, also after one fails (the exit status is the first failure's)")
     .addHelpText("after", RUN_EXAMPLES)
     .action(
       async (
         code: string | undefined,
-        opts: { file?: string; json?: boolean; traceback?: boolean; timeout?: number; maxOutput?: number; autosave?: boolean; displayDir?: string; id?: string; detach?: boolean },
+        opts: { file?: string; json?: boolean; traceback?: boolean; timeout?: number; maxOutput?: number; autosave?: boolean; displayDir?: string; id?: string; detach?: boolean; keepGoing?: boolean },
       ) => {
         const args: RunArgs = { code, file: opts.file, json: opts.json, traceback: opts.traceback, timeoutMs: opts.timeout, maxOutputBytes: opts.maxOutput };
         if (opts.autosave) args.autosave = true;
         if (opts.id !== undefined) args.id = opts.id;
         if (opts.detach) args.detach = true;
+        if (opts.keepGoing) args.keepGoing = true;
         if (opts.displayDir !== undefined) args.displayDir = opts.displayDir;
         const python = pythonFlag();
         if (python !== undefined) args.python = python;
@@ -133,17 +145,24 @@ export async function buildProgram(env: NodeJS.ProcessEnv, setExit: (code: numbe
 
   const { registerRemoteCommands } = await import("./session_commands.ts");
   registerRemoteCommands(program, ctx, sessionFlags, setExit);
+  const { registerHistoryCommands } = await import("./history_commands.ts");
+  registerHistoryCommands(program, ctx, sessionFlags, setExit);
   const { registerTrustCommand } = await import("./trust_command.ts");
   registerTrustCommand(program, ctx);
   const { registerServeCommand } = await import("./serve/command.ts");
   registerServeCommand(program, ctx, setExit);
   const { registerMcpCommands } = await import("./mcp_command.ts");
   registerMcpCommands(program, ctx, setExit, pythonFlag, VERSION);
+  const { registerKernelCommand } = await import("./kernel_command.ts");
+  registerKernelCommand(program, ctx, setExit, pythonFlag);
   const { registerCompletionCommands } = await import("./completion.ts");
   registerCompletionCommands(program, ctx, VERSION);
 
   // A bad --session or --python is reported before any command runs, whether or not that command uses it.
-  program.hook("preAction", () => {
+  program.hook("preAction", async (_program, action) => {
+    // Who this process is to the supervisor, in its sessions' histories (`awrepl mcp` says "mcp" itself).
+    const { setClientKind } = await import("../client/connection.ts");
+    setClientKind(action.name() === "serve" ? "serve" : "cli");
     const flag = program.opts<{ session?: string }>().session;
     if (flag !== undefined) checkSessionName(flag);
     const python = pythonFlag();

@@ -32,6 +32,16 @@ const OPTION_VALUES: Record<string, ValueKind> = {
   "--lines": "number",
   "--wait": "number",
   "--max-image": "number",
+  "--prefix": "dir",
+  "--home": "dir",
+  "--awrepl-bin": "file",
+  "--timeout-ms": "number",
+  "--interrupt-mode": ["message", "signal"],
+  "--memory": "number",
+  "--max-procs": "number",
+  "--cpu": "number",
+  "--max-file-size": "number",
+  "--last": "number",
 };
 
 /** The first argument of a command, by command name (others get no completion: code, names...). */
@@ -40,6 +50,7 @@ const ARG_VALUES: Record<string, ValueKind> = {
   snapshot: "file",
   restore: "file",
   trust: "file",
+  export: "file",
   completion: SHELLS,
   help: "commands",
 };

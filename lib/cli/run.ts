@@ -7,6 +7,7 @@
 // loaded when one is needed, and parseFastRun lets main() skip building the commander program for a
 // well-formed `run` command.
 import { attach, connectEarly, type RemoteExecuteOptions, type RemoteSession } from "../client/attach.ts";
+import { setClientKind } from "../client/connection.ts";
 import { ExitCode, exitCodeForStatus, usageError } from "../core/errors.ts";
 import { resolvePath as resolve } from "../core/fastio.ts";
 import { IDEMPOTENCY, parseCount } from "../core/limits.ts";
@@ -39,12 +40,17 @@ export type RunArgs = {
   id?: string;
   /** Start the cell detached and print its id (named sessions only): `wait ID` collects it. */
   detach?: boolean;
+  /** `-f FILE.ipynb`: run every code cell, not stopping at the first that fails (lib/cli/notebook_run.ts). */
+  keepGoing?: boolean;
 };
 
 /** The id an ephemeral `run` gives its worker; the result reports `session: null`. */
 const EPHEMERAL_ID = "run";
 
 export async function runCommand(args: RunArgs, ctx: CliContext): Promise<number> {
+  setClientKind("cli");
+  if (args.file?.endsWith(".ipynb")) return (await import("./notebook_run.ts")).runNotebook(args, ctx);
+  if (args.keepGoing) throw usageError("--keep-going is for run -f FILE.ipynb (a notebook's cells)");
   const name = ctx.session();
   if (args.id !== undefined) checkIdFlag(args.id, name);
   if (args.detach && name === undefined) throw usageError("--detach needs a named session (-s NAME): an ephemeral worker ends with this command");

@@ -11,7 +11,7 @@ import { AwreplError } from "../core/errors.ts";
 import { answerHostRequest } from "../core/host_bridge.ts";
 import { checkSessionName } from "../core/names.ts";
 import type { RawText } from "../wire/output_frames.ts";
-import type { CollectValue, RequestId, SessionSpec } from "../protocol/supervisor.ts";
+import type { CollectValue, HistoryValue, RequestId, SessionSpec } from "../protocol/supervisor.ts";
 import type { ExecResult, RestoreReport } from "../protocol/result.ts";
 import type { InspectInfo } from "../protocol/runtime.ts";
 import { type HomeLayout, layoutOf } from "../settings/home.ts";
@@ -282,6 +282,17 @@ export class RemoteSession implements Session {
     return this.send("safe", (c) => c.call({ type: "inspect", session: this.id, name, ...full, spec: this.setup.spec }));
   }
 
+  /**
+   * The session's history (docs/history.md): each cell's code, who ran it, when, and its result as
+   * that caller got it, oldest first; `last`: only the newest N cells. Answered at once, even while a
+   * cell runs; a session that is not running answers from the file kept beside its snapshot.
+   */
+  history(options: { last?: number } = {}): Promise<HistoryValue> {
+    const last = options.last;
+    if (last !== undefined && !(Number.isInteger(last) && last >= 0)) throw new AwreplError("usage", `history's last must be a whole number of cells, not ${JSON.stringify(last)}`);
+    return this.send("safe", (c) => c.call({ type: "history", session: this.id, ...(last !== undefined ? { last } : {}) }));
+  }
+
   async reset(): Promise<void> {
     await this.send("safe", (c) => c.call({ type: "reset", session: this.id, spec: this.setup.spec }));
   }
@@ -390,6 +401,8 @@ function sessionSpec(options: AttachOptions, env: NodeJS.ProcessEnv): SessionSpe
     timeout_ms: options.timeoutMs,
     max_output_bytes: options.maxOutputBytes,
     grace_ms: options.graceMs,
+    // Checked where the worker is planned (the supervisor's answer names a bad one).
+    limits: options.limits,
     autosave: options.autosave,
     existing: options.existing || undefined,
   };

@@ -3,7 +3,7 @@
 // Finding or starting the supervisor lives in start.ts; the session-shaped API in attach.ts.
 import { deadline, DeadlineError } from "../core/deadline.ts";
 import { AwreplError, isErrorCode } from "../core/errors.ts";
-import type { ClientRequest, HelloReply, OkValue, RequestId, SupervisorReply } from "../protocol/supervisor.ts";
+import type { ClientKind, ClientRequest, HelloReply, OkValue, RequestId, SupervisorReply, WatchReply } from "../protocol/supervisor.ts";
 import type { DisplayItem } from "../protocol/result.ts";
 import type { ExecResult } from "../protocol/result.ts";
 import { AWREPL_VERSION, buildId, SUPERVISOR_PROTOCOL } from "../core/version.ts";
@@ -13,6 +13,14 @@ import { connectLines, type LineConnection } from "../wire/socket.ts";
 
 /** How long a client waits for the supervisor's hello. */
 const HELLO_TIMEOUT_MS = 15_000;
+
+/** Who this process is to the supervisor (hello's `client`): what a session's history says ran each cell. */
+let clientKind: ClientKind | undefined;
+
+/** Set once by the program (the CLI, `serve`, the MCP server); a library leaves it unset and is "library". */
+export function setClientKind(kind: ClientKind): void {
+  clientKind = kind;
+}
 
 /**
  * `greeting`: hello written and not answered yet (requests may already be written behind it);
@@ -28,6 +36,8 @@ export type StreamHandlers = {
   display?(item: DisplayItem): void;
   /** A host request of the cell (the execute set host_bridge): answer it with a host_reply request. */
   hostRequest?(hostId: string, data: Record<string, unknown>): void;
+  /** A watch's own replies (`watching`, `cell`, `cell_end`, `dropped`). */
+  watch?(reply: WatchReply): void;
 };
 
 type Pending = { resolve(value: unknown): void; reject(error: Error): void; stream?: StreamHandlers };
@@ -84,7 +94,7 @@ export class SupervisorConnection {
       throw new AwreplError("supervisor_unreachable", `Cannot connect to the supervisor at ${layout.socket}: ${(err as Error).message}`);
     }
     // `op` too: a supervisor of protocol 1 reads that (the compatibility rule of docs/supervisor-protocol.md).
-    conn.line.write(JSON.stringify({ type: "hello", op: "hello", protocol: SUPERVISOR_PROTOCOL, version: AWREPL_VERSION, build: options.build === false ? undefined : buildId() }));
+    conn.line.write(JSON.stringify({ type: "hello", op: "hello", protocol: SUPERVISOR_PROTOCOL, version: AWREPL_VERSION, build: options.build === false ? undefined : buildId(), client: clientKind }));
     // A supervisor that accepts but never answers (stopped, wedged) must not hang every client. (A
     // hello that fails otherwise, the connection closing, is said by #fail already.)
     deadline(conn.hello, HELLO_TIMEOUT_MS, "the supervisor's hello", { unref: true }).catch((err) => {
@@ -130,6 +140,15 @@ export class SupervisorConnection {
     const id = this.nextId;
     const promise = this.send(request, stream) as Promise<ExecResult>;
     return Object.assign(promise, { id });
+  }
+
+  /**
+   * Follows a session (`watch`): its replies go to `stream` until the watch ends, by a `cancel` of its
+   * id (it resolves then) or the connection closing (it rejects then).
+   */
+  watch(session: string, stream: StreamHandlers): Promise<OkValue["watch"]> & { id: RequestId } {
+    const id = this.nextId;
+    return Object.assign(this.send({ type: "watch", session }, stream) as Promise<OkValue["watch"]>, { id });
   }
 
   /** Fire-and-forget: no reply is awaited (cancel on abort, stop). */
@@ -198,6 +217,12 @@ export class SupervisorConnection {
         return;
       case "host_request":
         pending.stream?.hostRequest?.(reply.host_id, reply.data);
+        return;
+      case "watching":
+      case "cell":
+      case "cell_end":
+      case "dropped":
+        pending.stream?.watch?.(reply);
         return;
       case "result":
         this.pending.delete(reply.id);

@@ -45,6 +45,10 @@ export const DEFAULTS = {
   displayMaxPayloadBytes: 32 * 1024 * 1024,
   /** How matplotlib figures are rendered: "png" or "svg". */
   figureFormat: "png" as FigureFormat,
+  /** Cells a session's history keeps (the oldest go first; docs/history.md); 0 = no limit. */
+  historyMaxCells: 1_000,
+  /** Size of a session's history (its code and results' text, about UTF-8 bytes; the oldest cells go first); 0 = no limit. */
+  historyMaxBytes: 16 * 1024 * 1024,
 } as const;
 
 export type FigureFormat = "png" | "svg";
@@ -69,6 +73,12 @@ export const LINE_SNAP_BYTES = 256;
 /** Characters of a running keyed cell's latest output the supervisor keeps for `status ID --output` (its tail). */
 export const OUTPUT_SO_FAR_CHARS = 8_192;
 
+/**
+ * Unsent bytes a `watch` connection may have queued before replies for it are dropped (and counted):
+ * a watcher that reads slowly costs the supervisor this much memory at most, and never holds up a cell.
+ */
+export const WATCH_BACKLOG_BYTES = 1024 * 1024;
+
 /** The longest delay a timer takes (2^31 - 1 ms); every duration is checked against it. */
 export const MAX_DELAY_MS = 2_147_483_647;
 
@@ -87,7 +97,7 @@ export const LIMIT_KEYS = [
 export type LimitKey = (typeof LIMIT_KEYS)[number];
 
 /** The numeric settings (config keys): the limits, and the supervisor's two idle limits. Which are durations: DURATION_KEYS. */
-export const NUMBER_KEYS = [...LIMIT_KEYS, "idleExitMs", "sessionIdleMs"] as const;
+export const NUMBER_KEYS = [...LIMIT_KEYS, "idleExitMs", "sessionIdleMs", "historyMaxCells", "historyMaxBytes"] as const;
 /** Counts read from a flag that are no setting: `awrepl mcp --wait`, `--max-image`, `wait --timeout`, its test heartbeat. */
 const FLAG_ONLY_KEYS = ["waitMs", "maxImageBytes", "heartbeatMs"] as const;
 /** What a number read from a flag, the environment or a file is: a setting, or a flag's own count. */
@@ -95,7 +105,7 @@ export type NumberKey = (typeof NUMBER_KEYS)[number] | (typeof FLAG_ONLY_KEYS)[n
 /** The numbers that are durations (a timer must be able to hold them). */
 const DURATION_KEYS: ReadonlySet<string> = new Set(["timeoutMs", "graceMs", "idleExitMs", "sessionIdleMs", "waitMs", "heartbeatMs"]);
 /** The numbers that are sizes in bytes (they take `64K`, `1M`, `2G`: lib/core/units.ts). */
-const SIZE_KEYS: ReadonlySet<string> = new Set(["maxOutputBytes", "snapshotMaxBytes", "snapshotMaxVariableBytes", "displayMaxBytes", "displayMaxPayloadBytes", "maxImageBytes"]);
+const SIZE_KEYS: ReadonlySet<string> = new Set(["maxOutputBytes", "snapshotMaxBytes", "snapshotMaxVariableBytes", "displayMaxBytes", "displayMaxPayloadBytes", "maxImageBytes", "historyMaxBytes"]);
 
 /** What kind of quantity setting `key` is: how its text is read (parseCount), and how help names it. */
 export function quantityKind(key: string): "duration" | "size" | "count" {

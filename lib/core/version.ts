@@ -4,7 +4,7 @@ import { statFile } from "./fastio.ts";
 import pkg from "../../package.json" with { type: "json" };
 
 /** Bumped whenever a client <-> supervisor message changes shape (docs/supervisor-protocol.md, "Versions"). */
-export const SUPERVISOR_PROTOCOL = 3;
+export const SUPERVISOR_PROTOCOL = 4;
 export const AWREPL_VERSION: string = pkg.version;
 
 /**

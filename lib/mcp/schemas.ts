@@ -13,6 +13,10 @@ import { SESSION_NAME } from "../core/names.ts";
 /** The defaults the descriptions state (they come from flags and the config). */
 export type SchemaDefaults = { waitMs: number; timeoutMs: number; maxOutputBytes: number };
 
+/** Cells the `history` tool returns unless asked (its results carry each cell's output), and at most. */
+export const HISTORY_TOOL_DEFAULT_CELLS = 20;
+export const HISTORY_TOOL_MAX_CELLS = 1_000;
+
 /** Bytes of stdout+stderr a call may ask to keep. */
 export const MAX_OUTPUT_RANGE = { min: 256, max: 16 * 1024 * 1024 } as const;
 
@@ -65,6 +69,10 @@ export function argumentSchemas(d: SchemaDefaults) {
       session,
     }),
     none: z.strictObject({}),
+    history: z.strictObject({
+      session,
+      last: z.number().int().min(0).max(HISTORY_TOOL_MAX_CELLS).optional().describe(`Only the newest N cells (default ${HISTORY_TOOL_DEFAULT_CELLS}; at most ${HISTORY_TOOL_MAX_CELLS}).`),
+    }),
     close: z.strictObject({
       session,
       keep_snapshot: z.boolean().optional().describe("Keep the session's snapshot so that its next use restores it (default false)."),
@@ -78,6 +86,7 @@ export type WaitArgs = z.infer<Arguments["wait"]>;
 export type SessionArgs = z.infer<Arguments["session"]>;
 export type InspectArgs = z.infer<Arguments["inspect"]>;
 export type CloseArgs = z.infer<Arguments["close"]>;
+export type HistoryArgs = z.infer<Arguments["history"]>;
 
 /** DisplayItem (lib/protocol/result.ts): MIME type -> text or file path, plus awrepl's metadata/source/error keys. */
 const fileInfo = z.record(z.string(), z.looseObject({ bytes: z.number() }));
@@ -134,3 +143,19 @@ export const sessionsResult = z.looseObject({
 });
 export const resetResult = z.looseObject({ session: z.string(), reset: z.boolean() });
 export const closeResult = z.looseObject({ session: z.string(), closed: z.boolean().describe("false: there was neither a session nor a snapshot of that name") });
+export const historyResult = z.looseObject({
+  session: z.string(),
+  cells: z.array(
+    z.looseObject({
+      n: z.number().int(),
+      code: z.string(),
+      client: z.string().describe("Who ran it: cli, serve, mcp, library, python or kernel"),
+      started_at: z.string(),
+      duration_ms: z.number(),
+      status: z.string(),
+      result: execResult,
+    }),
+  ),
+  total: z.number().int().describe("Cells ever recorded in this session's history"),
+  dropped: z.number().int().describe("The oldest cells the history's bounds left out"),
+});

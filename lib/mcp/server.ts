@@ -17,6 +17,7 @@ import { createReadStream } from "node:fs";
 import type { Readable, Writable } from "node:stream";
 import { McpServer } from "@modelcontextprotocol/server";
 import { serveStdio } from "@modelcontextprotocol/server/stdio";
+import { setClientKind } from "../client/connection.ts";
 import { StdioLineTransport } from "./stdio_transport.ts";
 import { instructions, Tools, type ToolsOptions } from "./tools.ts";
 
@@ -37,6 +38,8 @@ export type McpServerOptions = ToolsOptions & {
  * exit status; the caller exits (main.ts does, after draining stdout and stderr).
  */
 export function runMcpServer(options: McpServerOptions): Promise<number> {
+  // Its cells say "mcp" in the sessions' histories.
+  setClientKind("mcp");
   const tools = new Tools(options);
   const real = options.stdin === undefined;
   // fd 0 read directly (see the header); autoClose off: the process exits right after anyway.

@@ -1,4 +1,4 @@
-// The eight tools `awrepl mcp` serves, each a client call on the supervisor's named sessions exactly as
+// The nine tools `awrepl mcp` serves, each a client call on the supervisor's named sessions exactly as
 // the CLI's commands are: their names, descriptions, schemas and annotations (what `tools/list`
 // advertises), and the handlers of the ones that are not about a cell's life (cell_tools.ts has those).
 // Every handler catches its own failures: a thrown error would reach the host as a bare message, and
@@ -156,6 +156,18 @@ export class Tools {
       guard((args: S.SessionArgs) => this.reset(args)),
     );
     server.registerTool(
+      "history",
+      {
+        title: "Session history",
+        description: "The cells the session ran, oldest first, whoever ran them (this server, a person's shell or serve, a library, a Jupyter kernel): " +
+          "each cell's number, code, client, start time and result. Use it to see what a person did in the session.",
+        inputSchema: a.history,
+        outputSchema: S.historyResult,
+        annotations: annotations(true, false, true, false),
+      },
+      guard((args: S.HistoryArgs) => this.history(args)),
+    );
+    server.registerTool(
       "close",
       {
         title: "Close a session",
@@ -194,6 +206,20 @@ export class Tools {
     if (saved.length) lines.push(`Saved, restored on next use: ${saved.join(", ")}`);
     lines.push(`Default session of this server: ${this.defaultSession}`);
     return { content: [{ type: "text", text: lines.join("\n") }], structuredContent: { sessions: rows, saved, default_session: this.defaultSession } };
+  }
+
+  private async history(a: S.HistoryArgs): Promise<ToolResult> {
+    const name = this.name(a.session);
+    const h = await (await this.remote(name, true)).history({ last: a.last ?? S.HISTORY_TOOL_DEFAULT_CELLS });
+    const older = h.total - h.dropped - h.cells.length;
+    const lines = h.cells.map((c) => {
+      const r = c.result;
+      const outcome = r.exception ?? (r.value !== null ? `-> ${oneLine(r.value)}` : "");
+      return `[${c.n}] ${c.client} ${c.started_at} ${c.status}${outcome ? ` ${outcome}` : ""}\n${c.code.replace(/\n$/, "")}`;
+    });
+    if (older > 0) lines.unshift(`(${older} older cell(s) not shown: ask with last)`);
+    if (h.cells.length === 0) lines.push(`Session ${name} has no history yet`);
+    return { content: [{ type: "text", text: lines.join("\n\n") }], structuredContent: h as unknown as Record<string, unknown> };
   }
 
   private async reset(a: S.SessionArgs): Promise<ToolResult> {
@@ -249,4 +275,10 @@ export class Tools {
     this.remotes.clear();
     await Promise.all(all.map((p) => p.then((r) => r.close(), () => {})));
   }
+}
+
+/** The first line of `text`, at most 200 characters: a value in the history's summary. */
+function oneLine(text: string): string {
+  const line = text.split("\n", 1)[0] ?? "";
+  return line.length > 200 || text.includes("\n") ? `${line.slice(0, 200)}...` : line;
 }

@@ -12,6 +12,7 @@
 // (or the other way round).
 import type { InspectInfo, NameFailure } from "./runtime.ts";
 import type { SandboxProfile } from "./api.ts";
+import type { LimitsUsage, ResourceLimits } from "./limits.ts";
 import type { DisplayItem, ExecResult, RestoreReport } from "./result.ts";
 
 /**
@@ -33,6 +34,11 @@ export type SessionSpec = {
   timeout_ms?: number;
   max_output_bytes?: number;
   grace_ms?: number;
+  /**
+   * Resource limits of the session's worker (SessionOptions.limits; docs/limits.md). Part of the saved
+   * spec: a session re-created from it gets the same limits, whatever the re-creating caller asks for.
+   */
+  limits?: ResourceLimits;
   /** Snapshot after every cell that changed the namespace (default: the supervisor's config). */
   autosave?: boolean;
   /**
@@ -71,7 +77,19 @@ export type StopSnapshot = {
  * `build` tells two builds of one version apart (lib/core/version.ts buildId); optional. `op` is
  * protocol 1's spelling of `type`, which hello keeps so that every version reads it.
  */
-export type HelloRequest = { type: "hello"; op: "hello"; protocol: number; version: string; build?: string };
+export type HelloRequest = { type: "hello"; op: "hello"; protocol: number; version: string; build?: string; client?: ClientKind };
+
+/** Who a connection is (hello's `client`; absent: "library"): what a session's history says ran each cell. */
+export type ClientKind = "cli" | "serve" | "mcp" | "library" | "python" | "kernel";
+
+/**
+ * One cell of a session's history (lib/supervisor/history.ts): its number in the session (1, 2, ...;
+ * numbers are never reused, also after the oldest cells were dropped), its code, who ran it, when it
+ * started (ISO 8601, UTC), and the result as the caller got it (already bounded by its output limit).
+ */
+export type HistoryCell = { n: number; code: string; client: ClientKind; started_at: string; duration_ms: number; status: ExecResult["status"]; result: ExecResult };
+/** `total`: cells ever recorded; `dropped`: the oldest cells left out by the history's bounds. */
+export type HistoryValue = { session: string; cells: HistoryCell[]; total: number; dropped: number };
 /** Ends every session and the supervisor. Accepted whatever the hello said (version upgrades); `op` as in hello. */
 export type StopRequest = { type: "stop"; op: "stop"; id?: RequestId };
 /** Creates the session if it does not exist (with `spec`), otherwise just checks it. */
@@ -151,7 +169,15 @@ export type ControlRequest =
   | { type: "close"; id: RequestId; session: string; keep?: boolean }
   | { type: "close_all"; id: RequestId; keep?: boolean }
   | { type: "list"; id: RequestId }
-  | { type: "status"; id: RequestId };
+  | { type: "status"; id: RequestId }
+  /** The session's history (`last`: only the newest N cells). Answered at once, from memory or from the file beside the snapshot. */
+  | { type: "history"; id: RequestId; session: string; last?: number }
+  /**
+   * Follows the session: `watching`, then a `cell` reply as each cell starts (from any client), its
+   * live output and display items, and `cell_end`; until the connection closes or a `cancel` of it
+   * (then `ok`). A watcher that reads too slowly loses replies and hears `dropped`.
+   */
+  | { type: "watch"; id: RequestId; session: string };
 
 export type ClientRequest = HelloRequest | StopRequest | OpenRequest | ExecuteCallRequest | HostReplyCallRequest | SessionCallRequest | ControlRequest;
 export type RequestType = ClientRequest["type"];
@@ -182,6 +208,8 @@ export type SessionInfo = {
   age_ms: number;
   idle_ms: number;
   rss_bytes: number | null;
+  /** The worker's resource limits, each one's mechanism and what it uses now; absent: no limits (or no live worker). */
+  limits?: LimitsUsage;
   /** Owned by one connection (`owned: true`): closed with it, never saved, and only that connection may use it. */
   owned: boolean;
 };
@@ -238,6 +266,9 @@ export type OkValue = {
   close_all: { closed: string[]; forgot: string[]; snapshots?: StopSnapshot[] };
   list: SessionInfo[];
   status: DaemonStatus;
+  history: HistoryValue;
+  /** A watch ended by its `cancel`: how many cells it saw start. */
+  watch: { cells: number };
   /** Sent once every session's snapshot was tried (before the workers end). Null from an awrepl before 0.2. */
   stop: { snapshots: StopSnapshot[] } | null;
 };
@@ -258,5 +289,16 @@ export type OkReply = { event: "ok"; id: RequestId | null; value: unknown; notic
 /** `code` is one of lib/core/errors.ts's ErrorCode values; `id` is null when the line could not be read. */
 export type ErrorReply = { event: "error"; id: RequestId | null; code: string; message: string };
 
-export type SupervisorReply = HelloReply | StreamReply | ResultReply | OkReply | ErrorReply;
+/**
+ * A `watch`'s replies (besides live `stdout`/`stderr`/`display` under the watch's id): `watching` once
+ * (`cells`: how many the history holds), `cell` as a cell starts, `cell_end` as it ends, `dropped` once
+ * the watcher reads again after `lines` replies were left out for it.
+ */
+export type WatchReply =
+  | { event: "watching"; id: RequestId; session: string; cells: number }
+  | { event: "cell"; id: RequestId; n: number; code: string; client: ClientKind; started_at: string }
+  | { event: "cell_end"; id: RequestId; n: number; status: ExecResult["status"]; duration_ms: number; value: string | null; exception: string | null }
+  | { event: "dropped"; id: RequestId; lines: number };
+
+export type SupervisorReply = HelloReply | StreamReply | ResultReply | OkReply | ErrorReply | WatchReply;
 export type ReplyEvent = SupervisorReply["event"];

@@ -7,6 +7,8 @@
 //   snapshots/<name>/spec.json             how the supervisor created the session (mode 0600: its env)
 //   snapshots/<name>/keys.json             its idempotency keys and their results, written with the
 //                                          default snapshot (mode 0600: they hold the cells' output)
+//   snapshots/<name>/history.json          its history (lib/supervisor/history.ts), written with the
+//                                          default snapshot (mode 0600: the cells' code and output)
 //   snapshots/<name>/unsaved.json          a process holds the session's state, newer than its snapshot
 //                                          (markHeld), or the last stop's snapshot failed: either is said
 //                                          to the session's next user
@@ -49,6 +51,11 @@ const MARKER_BYTES = 4096;
 /** snapshots/<name>/keys.json: the session's idempotency keys, written with its default snapshot (idempotency.ts). */
 export function keysPath(home: string, name: string): string {
   return join(sessionDir(home, name), "keys.json");
+}
+
+/** snapshots/<name>/history.json: the session's history, written with its default snapshot (lib/supervisor/history.ts). */
+export function historyPath(home: string, name: string): string {
+  return join(sessionDir(home, name), "history.json");
 }
 
 /** Creates session `name`'s directory (and snapshots/), private; returns it. */
@@ -335,6 +342,7 @@ export function forgetSnapshot(home: string, name: string): boolean {
   rmSync(manifestPath(path), { force: true });
   rmSync(specPath(home, name), { force: true });
   rmSync(keysPath(home, name), { force: true });
+  rmSync(historyPath(home, name), { force: true });
   clearUnsaved(home, name);
   sweepTempFiles(path);
   rmSync(displayFolder(home, name, false), { recursive: true, force: true });

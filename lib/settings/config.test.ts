@@ -161,7 +161,7 @@ describe("the sandbox key", () => {
   test("a project file may switch the default sandbox on freely, but loosening it (off, network, env, paths) needs trust", async () => {
     const user = `{"sandbox": true}`;
     expect((await loadConfig(setup(user, `{"sandbox": {}}`))).notices).toBeUndefined();
-    for (const loose of [`false`, `{"network": true}`, `{"env": ["AWS_SECRET_ACCESS_KEY"]}`, `{"writable": ["/data"]}`]) {
+    for (const loose of [`false`, `{"network": true}`, `{"env": ["AWS_SECRET_ACCESS_KEY"]}`, `{"writable": ["/data"]}`, `{"allow": ["169.254.169.254"]}`]) {
       const { cwd, env } = setup(user, `{"sandbox": ${loose}, "python": "./planted.sh"}`);
       const untrusted = await loadConfig({ cwd, env });
       expect(untrusted.sandbox).toEqual({}); // the user's own setting stands
@@ -170,5 +170,29 @@ describe("the sandbox key", () => {
       trust(env.AWREPL_HOME as string, join(cwd, "awrepl.jsonc"));
       expect((await loadConfig({ cwd, env })).sandbox).not.toEqual({});
     }
+  });
+});
+
+describe("the limits key and the sandbox's allow list", () => {
+  test("limits take sizes with units, as the flags do; a mistake names the field and the value", async () => {
+    const config = await loadConfig(setup(`{"limits": {"memory": "512M", "maxProcs": 64, "cpu": 50, "maxFileSize": 1048576, "bestEffort": true}}`));
+    expect(config.limits).toEqual({ memory_bytes: 512 * 2 ** 20, max_procs: 64, cpu_percent: 50, max_file_bytes: 2 ** 20, best_effort: true });
+    await expect(loadConfig(setup(`{"limits": {"memory": "lots"}}`))).rejects.toThrow(/"limits" .* has "memory" "lots": it must be a size above 0/);
+    await expect(loadConfig(setup(`{"limits": {"maxProcs": 0}}`))).rejects.toThrow(/has "maxProcs" 0: it must be a whole number, 1 or more/);
+    await expect(loadConfig(setup(`{"limits": {"cpu": "half"}}`))).rejects.toThrow(/has "cpu" "half"/);
+    await expect(loadConfig(setup(`{"limits": {"swap": "1G"}}`))).rejects.toThrow(/unknown field "swap" \(known: memory, maxProcs, cpu, maxFileSize, bestEffort\)/);
+    await expect(loadConfig(setup(`{"limits": 5}`))).rejects.toThrow(/"limits" .* must be an object/);
+  });
+
+  test("a project file's limits need no trust (they only tighten)", async () => {
+    const config = await loadConfig(setup(undefined, `{"limits": {"memory": "256M"}}`));
+    expect(config.limits).toEqual({ memory_bytes: 256 * 2 ** 20 });
+    expect(config.notices).toBeUndefined();
+  });
+
+  test("sandbox.allow is a list of strings, and cannot go with network", async () => {
+    expect((await loadConfig(setup(`{"sandbox": {"allow": ["pypi.org", "127.0.0.1:8080"]}}`))).sandbox).toEqual({ allow: ["pypi.org", "127.0.0.1:8080"] });
+    await expect(loadConfig(setup(`{"sandbox": {"allow": "pypi.org"}}`))).rejects.toThrow(/has "allow" "pypi.org": it must be a list of host\[:port\] strings/);
+    await expect(loadConfig(setup(`{"sandbox": {"allow": ["pypi.org"], "network": true}}`))).rejects.toThrow(/both "network" and "allow"/);
   });
 });

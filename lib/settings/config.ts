@@ -9,6 +9,8 @@ import { builtin, fileExists, joinPath as join, resolvePath as resolve } from ".
 import { DEFAULTS, FIGURE_FORMATS, type FigureFormat, limitProblem, NUMBER_KEYS, parseCount } from "../core/limits.ts";
 import { ENV_VAR_NAME } from "../core/names.ts";
 import type { SandboxProfile } from "../protocol/api.ts";
+import type { ResourceLimits } from "../protocol/limits.ts";
+import { parseSize } from "../core/units.ts";
 import { stateDir } from "./home.ts";
 
 export type Config = {
@@ -39,11 +41,19 @@ export type Config = {
   displayMaxPayloadBytes: number;
   /** How matplotlib figures are rendered: "png" or "svg". */
   figureFormat: FigureFormat;
+  /** A session's history: cells and (about) bytes kept, the oldest dropped first; 0 = no limit (docs/history.md). */
+  historyMaxCells: number;
+  historyMaxBytes: number;
   /**
    * New sessions run in a sandbox with this profile (`true` in a file: the default profile); false or
    * absent: none. `--sandbox`/`--no-sandbox` and the other sandbox flags beat it.
    */
   sandbox?: SandboxProfile | false;
+  /**
+   * Resource limits of new sessions (`"limits": {"memory": "512M", "maxProcs": 64, "cpu": 50,
+   * "maxFileSize": "1G", "bestEffort": false}`); `--memory` and the other limit flags beat each its own.
+   */
+  limits?: ResourceLimits;
   /** What loading left out and the user should hear about (an untrusted project interpreter). */
   notices?: string[];
 };
@@ -196,6 +206,8 @@ export function validateConfig(value: unknown, where: string): Partial<Config> {
       out.autosave = v;
     } else if (key === "sandbox") {
       out.sandbox = validateSandbox(v, where);
+    } else if (key === "limits") {
+      out.limits = validateLimits(v, where);
     } else {
       throw new AwreplError("usage", `Unknown config key "${key}" in ${where}`);
     }
@@ -211,7 +223,7 @@ export function validateSandbox(v: unknown, where: string): SandboxProfile | fal
   const bad = (what: string) => new AwreplError("usage", `Config key "sandbox" in ${where} ${what}`);
   if (v === false) return false;
   if (v === true) return {};
-  if (typeof v !== "object" || v === null || Array.isArray(v)) throw bad(`must be true, false or an object ({"network", "env", "writable", "git", "home"}), not ${JSON.stringify(v)}`);
+  if (typeof v !== "object" || v === null || Array.isArray(v)) throw bad(`must be true, false or an object ({"network", "env", "writable", "git", "home", "allow"}), not ${JSON.stringify(v)}`);
   const base = where.endsWith(".jsonc") ? builtin("node:path").dirname(where) : process.cwd();
   const out: SandboxProfile = {};
   for (const [k, x] of Object.entries(v)) {
@@ -228,18 +240,51 @@ export function validateSandbox(v: unknown, where: string): SandboxProfile | fal
       if (!Array.isArray(x) || x.some((p) => typeof p !== "string" || p === "")) throw bad(`has "writable" ${JSON.stringify(x)}: it must be a list of paths`);
       out.writable = (x as string[]).map((p) => resolve(base, p));
       if (out.writable.includes("/")) throw bad(`has "writable" "/": that would make the whole filesystem writable`);
+    } else if (k === "allow") {
+      // The entries themselves are checked where the sandbox is built (lib/worker/net_allow.ts), which names a bad one.
+      if (!Array.isArray(x) || x.some((h) => typeof h !== "string" || h === "")) throw bad(`has "allow" ${JSON.stringify(x)}: it must be a list of host[:port] strings`);
+      if (x.length) out.allow = x as string[];
     } else {
-      throw bad(`has an unknown field "${k}" (known: network, env, writable, git, home)`);
+      throw bad(`has an unknown field "${k}" (known: network, env, writable, git, home, allow)`);
     }
+  }
+  if (out.network && out.allow) throw bad(`has both "network" and "allow": the allow list only means something without the network`);
+  return out;
+}
+
+/** The config's `limits`: camelCase keys, sizes as numbers of bytes or text with a unit ("512M"), as the flags take them. */
+export function validateLimits(v: unknown, where: string): ResourceLimits {
+  const bad = (what: string) => new AwreplError("usage", `Config key "limits" in ${where} ${what}`);
+  if (typeof v !== "object" || v === null || Array.isArray(v)) throw bad(`must be an object ({"memory", "maxProcs", "cpu", "maxFileSize", "bestEffort"}), not ${JSON.stringify(v)}`);
+  const out: ResourceLimits = {};
+  const size = (k: string, x: unknown): number => {
+    const parsed = typeof x === "string" ? parseSize(x) : typeof x === "number" && Number.isSafeInteger(x) ? { value: x } : null;
+    if (!parsed || "problem" in parsed || parsed.value <= 0) throw bad(`has "${k}" ${JSON.stringify(x)}: it must be a size above 0 such as 512M or 2G (a bare number is bytes)`);
+    return parsed.value;
+  };
+  for (const [k, x] of Object.entries(v)) {
+    if (k === "memory") out.memory_bytes = size(k, x);
+    else if (k === "maxFileSize") out.max_file_bytes = size(k, x);
+    else if (k === "maxProcs") {
+      if (typeof x !== "number" || !Number.isSafeInteger(x) || x < 1) throw bad(`has "maxProcs" ${JSON.stringify(x)}: it must be a whole number, 1 or more`);
+      out.max_procs = x;
+    } else if (k === "cpu") {
+      if (typeof x !== "number" || !Number.isFinite(x) || x <= 0) throw bad(`has "cpu" ${JSON.stringify(x)}: it must be a percentage of one CPU above 0 (200: two CPUs)`);
+      out.cpu_percent = x;
+    } else if (k === "bestEffort") {
+      if (typeof x !== "boolean") throw bad(`has "bestEffort" ${JSON.stringify(x)}: it must be true or false`);
+      if (x) out.best_effort = true;
+    } else throw bad(`has an unknown field "${k}" (known: memory, maxProcs, cpu, maxFileSize, bestEffort)`);
   }
   return out;
 }
 
-/** True when a sandbox setting is not the default profile or stricter: off, or with network, env, paths. */
+/** True when a sandbox setting is not the default profile or stricter: off, or with network, env, paths, hosts allowed. */
 export function loosens(sandbox: SandboxProfile | false | undefined): boolean {
   if (sandbox === undefined) return false;
   if (sandbox === false) return true;
-  return sandbox.network === true || sandbox.git === true || sandbox.home === true || Boolean(sandbox.env?.length || sandbox.writable?.length);
+  // An allow list opens a way out to the hosts it names: a project file needs trust for it, as for the network.
+  return sandbox.network === true || sandbox.git === true || sandbox.home === true || Boolean(sandbox.env?.length || sandbox.writable?.length || sandbox.allow?.length);
 }
 
 function configFromEnv(env: NodeJS.ProcessEnv): Partial<Config> {

@@ -1,9 +1,10 @@
 // What the supervisor does with one request line: hello and stop first (they work across versions),
-// then requests that act at once (interrupt, cancel, collect, keep_result, close, list, status: never
+// then requests that act at once (interrupt, cancel, collect, keep_result, close, list, status, history, watch: never
 // queued behind a cell), and everything else in its session's queue (handed over by session_table.ts,
 // which keeps who owns which call; how a call waits its turn is lib/session/call_queue.ts's). Every
 // request gets exactly one final reply, `result`, `ok` or `error`, with its id; a failure in one
-// request never reaches another.
+// request never reaches another. Every cell that runs is recorded in its session's history (history.ts),
+// which `history` reads and `watch` follows.
 import { existsSync } from "node:fs";
 import { asAwreplError, AwreplError } from "../core/errors.ts";
 import { byteLimit, OUTPUT_SO_FAR_CHARS } from "../core/limits.ts";
@@ -13,8 +14,9 @@ import { AWREPL_VERSION, buildId, SUPERVISOR_PROTOCOL } from "../core/version.ts
 import type { ClientRequest, DaemonStatus, ExecuteCallRequest, HelloRequest, RequestId, SessionCallRequest, StopSnapshot } from "../protocol/supervisor.ts";
 import type { HomeLayout } from "../settings/home.ts";
 import type { CallOptions, ReplSession } from "../session/session.ts";
-import { ageText, defaultSnapshotPath, knownSessionNames, readUnsaved, specPath } from "../session/snapshot_files.ts";
+import { ageText, defaultSnapshotPath, historyPath, knownSessionNames, readUnsaved, specPath } from "../session/snapshot_files.ts";
 import type { ClientConnection } from "./client_connection.ts";
+import { type HistoryBook, historyBook, type HistoryBounds, type StartedCell } from "./history.ts";
 import { forgetClosedSession, snapshotBeforeStop } from "./persistence.ts";
 import { creationToldState, specMismatch, specOf } from "./session_spec.ts";
 import { checkRequest, readRequestLine } from "./requests.ts";
@@ -29,6 +31,8 @@ export type RequestHost = {
   readonly stopping: boolean;
   /** Other builds of this version that have connected (logged once each). */
   readonly buildsSeen: Set<string>;
+  /** The supervisor's config, read once: the history's bounds. */
+  readonly config: HistoryBounds;
   /** Begins the stop; resolves with what became of every session's state once their snapshots are done. */
   stop(reason: string): Promise<StopSnapshot[]>;
   status(): DaemonStatus;
@@ -95,6 +99,7 @@ function hello(host: RequestHost, client: ClientConnection, request: HelloReques
     host.log(`client of version ${request.version} build ${request.build ?? "?"} (protocol ${request.protocol}) connected; this is ${AWREPL_VERSION} build ${build}`);
   }
   client.hello = ok ? "ok" : "mismatch";
+  client.kind = request.client ?? "library";
   // Both spellings, always: the client's version is not known to it until it reads this.
   client.reply({ event: "hello", type: "hello", ok, protocol: SUPERVISOR_PROTOCOL, version: AWREPL_VERSION, build, pid: process.pid });
 }
@@ -106,8 +111,12 @@ function dispatch(host: RequestHost, client: ClientConnection, request: Exclude<
   switch (request.type) {
     case "interrupt":
       return later(sessions.interrupt(request.session, client).then((interrupted) => ({ interrupted })));
-    case "cancel":
-      return ok({ cancelled: sessions.cancel(client, request.target) });
+    case "cancel": {
+      // A watch of this connection ends with its own `ok`, then this one's.
+      const watched = books(host).unwatch(client, request.target);
+      if (watched) client.reply({ event: "ok", id: request.target, value: watched });
+      return ok({ cancelled: watched !== null || sessions.cancel(client, request.target) });
+    }
     case "collect":
       if (request.key !== undefined) return later(sessions.collectKey(client, request.session, request.key, request.wait_ms ?? 0, request.output === true));
       return later(sessions.collect(client, request.id, request.session, request.wait_ms ?? 0));
@@ -123,6 +132,10 @@ function dispatch(host: RequestHost, client: ClientConnection, request: Exclude<
       return later(sessions.list());
     case "status":
       return ok(host.status());
+    case "history":
+      return ok(readHistory(host, client, request.session, request.last));
+    case "watch":
+      return watch(host, client, request.session, request.id);
     default:
       return queue(host, client, request);
   }
@@ -150,13 +163,16 @@ function queue(host: RequestHost, client: ClientConnection, request: QueuedReque
     run: async (session, turn) => {
       // A live session asked for another interpreter or sandbox keeps its own: said, never ignored.
       const mismatch = created ? null : specMismatch(name, specOf(session) ?? {}, request.spec);
-      if (request.type === "execute") return execute(host.sessions, client, session, request, call, turn, created, hostRequests, mismatch);
+      if (request.type === "execute") return execute(host, client, session, request, call, turn, created, hostRequests, mismatch);
       const ok = (value: unknown) => client.reply(mismatch ? { event: "ok", id, value, notice: mismatch } : { event: "ok", id, value });
       if (request.type === "open") return ok(await session.inTurn(async () => ({ created, pid: session.pid }), turn));
       if (request.type === "snapshot" && request.path === undefined && host.sessions.ownedBy(name, client)) {
         throw new AwreplError("usage", `Session ${name} is owned by this connection and keeps nothing in the state directory: give snapshot a path`);
       }
-      ok(await sessionCall(session, request, turn));
+      const value = await sessionCall(session, request, turn);
+      // The default snapshot was written: what is kept with it is written now too.
+      if (request.type === "snapshot" && request.path === undefined) books(host).save(name);
+      ok(value);
     },
   };
   if (hostRequests) {
@@ -165,6 +181,47 @@ function queue(host: RequestHost, client: ClientConnection, request: QueuedReque
     call.ownerGone = () => hostRequests.end("its client went away");
   }
   created = host.sessions.submit(name, request.spec, call, owned);
+  if (created && owned) {
+    const book = books(host);
+    book.sweepOwned((n) => host.sessions.has(n));
+    book.startOwned(name);
+  }
+}
+
+/** The history book of this supervisor (history.ts). */
+function books(host: RequestHost): HistoryBook {
+  return historyBook(host.layout.home, host.config, host.log);
+}
+
+/** `history`: from memory, or from the file beside the snapshot of a session that is not running. */
+function readHistory(host: RequestHost, client: ClientConnection, name: string, last?: number) {
+  checkWatchable(host, client, name);
+  return books(host).read(name, last) ?? { session: name, cells: [], total: 0, dropped: 0 };
+}
+
+/** `watch`: `watching` now, then the session's cells as they run, until the connection closes or a cancel. */
+function watch(host: RequestHost, client: ClientConnection, name: string, id: RequestId): void {
+  checkWatchable(host, client, name);
+  const book = books(host);
+  client.reply({ event: "watching", id, session: name, cells: book.count(name) });
+  book.watch(name, client, id);
+  // Once per connection, however many watches it sends.
+  if (!watching.has(client)) {
+    watching.add(client);
+    client.onClosed(() => book.dropClient(client));
+  }
+}
+
+/** Connections that have sent a watch. */
+const watching = new WeakSet<ClientConnection>();
+
+/** A session this connection may look at: running (and not another connection's owned one), or known to the state directory. */
+function checkWatchable(host: RequestHost, client: ClientConnection, name: string): void {
+  if (host.sessions.visible(name, client)) return;
+  const missing = new AwreplError("session_not_found", `No session named ${JSON.stringify(name)}`);
+  if (host.sessions.has(name)) throw missing;
+  const home = host.layout.home;
+  if (!existsSync(defaultSnapshotPath(home, name)) && !existsSync(specPath(home, name)) && !existsSync(historyPath(home, name))) throw missing;
 }
 
 /**
@@ -196,7 +253,7 @@ function checkRecoverable(home: string, name: string): void {
 }
 
 async function execute(
-  sessions: SessionTable,
+  host: RequestHost,
   client: ClientConnection,
   session: ReplSession,
   request: ExecuteCallRequest,
@@ -207,9 +264,11 @@ async function execute(
   mismatch: string | null,
 ): Promise<void> {
   const { id, session: name } = request;
-  let ran = false;
+  const { sessions } = host;
+  const book = books(host);
+  let ran: StartedCell | null = null;
   const onStart = () => {
-    ran = true;
+    ran = book.begin(name, request.code, client.kind);
     turn.onStart();
     // Asked for by a later caller (`run --autosave`): switched on as its cell starts, never off, by a
     // spec. Not for an owned session, which never writes a snapshot of its own.
@@ -237,13 +296,15 @@ async function execute(
     signal: turn.signal,
     onStart,
     // Forwarded as the runtime wrote it: never decoded and re-encoded here.
-    onRawOutput: forward || soFar
-      ? (s, raw) => {
-        soFar?.push(raw.text());
-        forward?.(s, raw);
-      }
-      : undefined,
-    onDisplay: stream ? (item) => client.display(id, item) : undefined,
+    onRawOutput: (s, raw) => {
+      soFar?.push(raw.text());
+      forward?.(s, raw);
+      book.output(name, s, raw);
+    },
+    onDisplay: (item) => {
+      if (stream) client.display(id, item);
+      book.display(name, item);
+    },
     onHostRequest: hostRequests ? (data) => hostRequests.ask(data) : undefined,
   }).finally(() => hostRequests?.end());
   result.session = name;
@@ -256,6 +317,11 @@ async function execute(
       result.notice = result.notice ? `${lost} ${result.notice}` : lost;
     }
     if (mismatch) result.notice = result.notice ? `${mismatch} ${result.notice}` : mismatch;
+    // As the caller gets it (the object sent, not a copy). An owned session's stays in memory; an
+    // autosaved session's is written beside the snapshot it just wrote, soon and off this path.
+    const memoryOnly = sessions.ownedBy(name, client);
+    book.finish(name, ran, result, memoryOnly);
+    if (session.autosave && !memoryOnly) book.saveSoon(name);
   }
   // A detached call's result may be kept for `collect`, and has nobody to go to once its client left.
   if (call.detach && !sessions.finishDetached(name, call, result)) return;
@@ -344,6 +410,7 @@ async function closeSession(host: RequestHost, client: ClientConnection, name: s
     return snapshot ? { closed, forgot: false, snapshot } : { closed, forgot: false };
   }
   const closed = await host.sessions.close(name);
+  books(host).forget(name);
   const forgot = forgetClosedSession(host.layout.home, name);
   if (forgot) host.log(`session ${name}: snapshot forgotten`);
   return { closed, forgot };
@@ -359,6 +426,7 @@ async function closeAllSessions(host: RequestHost, client: ClientConnection, kee
   }
   const closed = await host.sessions.closeAll({}, client);
   const forgot = knownSessionNames(host.layout.home).filter((name) => forgetClosedSession(host.layout.home, name));
+  for (const name of [...closed, ...forgot]) books(host).forget(name);
   if (forgot.length) host.log(`snapshots forgotten: ${forgot.join(", ")}`);
   return { closed, forgot };
 }

@@ -4,12 +4,14 @@
 // snapshotted, and every session whose state could not be saved is reported (to a client that waits:
 // `daemon stop`, `close --keep`) and recorded beside the session, so that its next user hears it
 // whoever stopped the supervisor (idle exit, an upgrade, a signal); a session closed on purpose is
-// forgotten.
+// forgotten. A session's history (history.ts) is written whenever its default snapshot is (and at a stop
+// that could not save the state: what ran is still worth knowing).
 // The files themselves: lib/session/snapshot_files.ts. What survives and what cannot: docs/persistence.md.
 import { deadline, DeadlineError } from "../core/deadline.ts";
 import type { Config } from "../settings/config.ts";
 import type { StopSnapshot } from "../protocol/supervisor.ts";
 import type { ReplSession, ReplSessionOptions } from "../session/session.ts";
+import { saveHistoryWithSnapshot } from "./history.ts";
 import { ageText, clearHeld, defaultSnapshotPath, forgetSnapshot, heldByAnother, recordUnsaved, snapshotTime, utcStamp } from "../session/snapshot_files.ts";
 
 export type PersistenceConfig = Pick<Config, "autosave">;
@@ -79,6 +81,8 @@ export async function snapshotBeforeStop(
   const outcomes = await Promise.all([...sessions].map(([name, session]) => one(name, session)));
   for (const o of outcomes) {
     log(`session ${o.session}: ${describeStopSnapshot(o)}`);
+    // Its history too, also when its state could not be saved: what ran is still worth knowing.
+    if (o.status !== "not_written") saveHistoryWithSnapshot(options.home, o.session);
     if (o.status === "saved") clearHeld(options.home, o.session);
     else if (isUnsaved(o) && options.record !== false) record(options, o, startedAt, log);
   }

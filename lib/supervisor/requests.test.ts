@@ -128,7 +128,7 @@ describe("reading a request line", () => {
 describe("the request table", () => {
   test("says which requests name a session", () => {
     expect(REQUEST_TYPES.filter(namesSession).sort()).toEqual<string[]>(
-      ["close", "collect", "complete", "execute", "inspect", "interrupt", "is_complete", "open", "reset", "restore", "snapshot", "variables"].sort(),
+      ["close", "collect", "complete", "execute", "history", "inspect", "interrupt", "is_complete", "open", "reset", "restore", "snapshot", "variables", "watch"].sort(),
     );
     // A request that names a session is refused without a valid one; the others do not look.
     for (const type of REQUEST_TYPES.filter(namesSession)) expect(errorOf({ type, id: 1, session: "bad name" }).error.code).toBe("usage");
@@ -142,5 +142,32 @@ describe("the request table", () => {
       .flatMap((row) => [...(row[1] as string).matchAll(/`([a-z_]+)`/g)].map((m) => m[1] as string))
       .sort();
     expect(documented).toEqual([...REQUEST_TYPES].sort());
+  });
+});
+
+describe("history, watch and hello's client", () => {
+  test("hello's client is one of the kinds, named in the error otherwise", () => {
+    const hello = { type: "hello", op: "hello", protocol: 3, version: "0" };
+    for (const client of ["cli", "serve", "mcp", "library", "python", "kernel"]) expect(accepted({ ...hello, client })).toBe(true);
+    expect(accepted(hello)).toBe(true);
+    const e = errorOf({ ...hello, client: "notebook" });
+    expect(e.error.code).toBe("usage");
+    expect(e.error.message).toContain('"notebook"');
+    expect(e.error.message).toContain("kernel");
+    expect(errorOf({ ...hello, client: 3 }).error.message).toContain("client must be one of");
+  });
+
+  test("history takes a whole, non-negative last; watch names a session", () => {
+    expect(accepted({ type: "history", id: 1, session: "a" })).toBe(true);
+    expect(accepted({ type: "history", id: 1, session: "a", last: 0 })).toBe(true);
+    expect(accepted({ type: "history", id: 1, session: "a", last: 5 })).toBe(true);
+    expect(errorOf({ type: "history", id: 1, session: "a", last: -1 }).error.message).toContain("last");
+    expect(errorOf({ type: "history", id: 1, session: "a", last: 1.5 }).error.message).toContain("1.5");
+    expect(errorOf({ type: "history", id: 1, session: "a", last: "3" }).error.message).toContain("last");
+    expect(errorOf({ type: "history", id: 1, session: "../x" }).error.code).toBe("usage");
+    expect(errorOf({ type: "history", session: "a" }).error.code).toBe("protocol");
+    expect(accepted({ type: "watch", id: "w", session: "a" })).toBe(true);
+    expect(errorOf({ type: "watch", id: 1 }).error.code).toBe("usage");
+    expect(namesSession("watch") && namesSession("history")).toBe(true);
   });
 });

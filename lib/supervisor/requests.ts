@@ -11,7 +11,10 @@
 import { AwreplError } from "../core/errors.ts";
 import { IDEMPOTENCY, MAX_DELAY_MS } from "../core/limits.ts";
 import { checkSessionName, ENV_VAR_NAME } from "../core/names.ts";
-import type { ClientRequest, RequestId, RequestOf, RequestType, SessionSpec } from "../protocol/supervisor.ts";
+import type { ClientKind, ClientRequest, RequestId, RequestOf, RequestType, SessionSpec } from "../protocol/supervisor.ts";
+
+/** hello's `client` values (docs/supervisor-protocol.md): who ran a cell, in a session's history. */
+export const CLIENT_KINDS: readonly ClientKind[] = ["cli", "serve", "mcp", "library", "python", "kernel"];
 
 export type RequestLine = {
   /** `type`, or for hello and stop also protocol 1's `op`; null when neither names one. */
@@ -44,6 +47,9 @@ const REQUESTS: { readonly [T in RequestType]: Rule<T> } = {
       if (typeof f.protocol !== "number") throw protocolError("hello needs a numeric protocol");
       if (typeof f.version !== "string") throw protocolError("hello needs a version string");
       if (f.build !== undefined && typeof f.build !== "string") throw protocolError("hello's build must be a string");
+      if (f.client !== undefined && !CLIENT_KINDS.includes(f.client as ClientKind)) {
+        throw usage(`client must be one of ${CLIENT_KINDS.join(", ")}, not ${preview(JSON.stringify(f.client))}`);
+      }
     },
   },
   stop: { session: false, id: false },
@@ -108,6 +114,15 @@ const REQUESTS: { readonly [T in RequestType]: Rule<T> } = {
   close_all: { session: false, id: true, check: (f) => checkFlag(f, "keep") },
   list: { session: false, id: true },
   status: { session: false, id: true },
+  history: {
+    session: true,
+    id: true,
+    check(f) {
+      checkCount(f, "last");
+      if (f.last !== undefined && !Number.isInteger(f.last)) throw usage(`last must be a whole number of cells, not ${preview(JSON.stringify(f.last))}`);
+    },
+  },
+  watch: { session: true, id: true },
 };
 
 /** Every request type, in the order of the table. */
@@ -171,6 +186,8 @@ function checkSpec(spec: unknown): asserts spec is SessionSpec {
     }
   }
   if (s.sandbox !== undefined) checkSandbox(s.sandbox);
+  // Each limit is checked where the worker is planned (lib/worker/limits/plan.ts checkLimits), which names it and its flag.
+  if (s.limits !== undefined && (typeof s.limits !== "object" || s.limits === null || Array.isArray(s.limits))) throw usage("spec.limits must be an object");
 }
 
 /** An idempotency key: a non-empty string of at most IDEMPOTENCY.maxKeyLength characters. */
@@ -188,7 +205,7 @@ function checkTarget(fields: Record<string, unknown>, type: string): void {
 /** Most names or paths one sandbox field takes. */
 const MAX_SANDBOX_ITEMS = 256;
 
-/** spec.sandbox: false, or {network?, git?, home?: bool, env?: [names], writable?: [absolute paths]}. */
+/** spec.sandbox: false, or {network?, git?, home?: bool, env?: [names], writable?: [absolute paths], allow?: [host[:port]]}. */
 function checkSandbox(sandbox: unknown): void {
   if (sandbox === false) return;
   if (typeof sandbox !== "object" || sandbox === null || Array.isArray(sandbox)) throw usage("spec.sandbox must be false or an object");
@@ -197,7 +214,14 @@ function checkSandbox(sandbox: unknown): void {
       checkFlag(sandbox as Record<string, unknown>, key, "spec.sandbox.");
       continue;
     }
-    if (key !== "env" && key !== "writable") throw usage(`spec.sandbox.${key} is not a sandbox field (network, env, writable, git, home)`);
+    if (key === "allow") {
+      // The entries themselves are checked where the sandbox is built (lib/worker/net_allow.ts), which names a bad one.
+      if (!Array.isArray(value) || value.length > MAX_SANDBOX_ITEMS || value.some((h) => typeof h !== "string" || h === "" || h.length > 300)) {
+        throw usage(`spec.sandbox.allow must be a list of at most ${MAX_SANDBOX_ITEMS} host[:port] strings`);
+      }
+      continue;
+    }
+    if (key !== "env" && key !== "writable") throw usage(`spec.sandbox.${key} is not a sandbox field (network, env, writable, git, home, allow)`);
     if (!Array.isArray(value) || value.length > MAX_SANDBOX_ITEMS) throw usage(`spec.sandbox.${key} must be a list of at most ${MAX_SANDBOX_ITEMS} strings`);
     for (const item of value) {
       const ok = typeof item === "string" && (key === "env" ? ENV_VAR_NAME.test(item) : item.startsWith("/") && item.length <= 4096 && !item.includes("\0"));

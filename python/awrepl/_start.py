@@ -20,7 +20,7 @@ from ._home import Layout, ensure_private_dir
 from .errors import AwreplError, SupervisorUnreachable, VersionMismatch
 
 #: The client <-> supervisor protocol this client speaks (``SUPERVISOR_PROTOCOL`` of lib/core/version.ts).
-PROTOCOL = 3
+PROTOCOL = 4
 SUPERVISOR_SUBCOMMAND = "__supervisor"
 #: How long a client waits for a supervisor it started (or found starting), and for a hello.
 START_TIMEOUT_S = 15.0

@@ -6,7 +6,7 @@
 import { version } from "../../package.json";
 
 const [session = "s", code = "1+1"] = process.argv.slice(2);
-const lines = `${JSON.stringify({ type: "hello", op: "hello", protocol: 3, version })}\n` +
+const lines = `${JSON.stringify({ type: "hello", op: "hello", protocol: 4, version })}\n` +
   `${JSON.stringify({ type: "execute", id: 1, session, code })}\n`;
 let buffer = "";
 await new Promise<void>((done) => {

@@ -17,10 +17,10 @@ describe("awrepl mcp's tools, over the SDK's stdio client", () => {
     await cleanupHome(home);
   });
 
-  test("lists eight tools with input and output schemas and the spec's annotations", async () => {
+  test("lists nine tools with input and output schemas and the spec's annotations", async () => {
     const { tools } = await c.client.listTools();
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
-    expect(Object.keys(byName).sort()).toEqual(["close", "inspect", "interrupt", "reset", "run", "sessions", "variables", "wait"]);
+    expect(Object.keys(byName).sort()).toEqual(["close", "history", "inspect", "interrupt", "reset", "run", "sessions", "variables", "wait"]);
     for (const t of tools) {
       expect(t.inputSchema.type).toBe("object");
       expect(t.outputSchema?.type).toBe("object");
@@ -39,6 +39,7 @@ describe("awrepl mcp's tools, over the SDK's stdio client", () => {
     expect(hints("run")).toEqual([false, true, false, true]);
     expect(hints("wait")).toEqual([true, false, false, false]);
     expect(hints("variables")).toEqual([true, false, true, false]);
+    expect(hints("history")).toEqual([true, false, true, false]);
     expect(hints("close")).toEqual([false, true, true, false]);
   });
 
