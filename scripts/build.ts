@@ -29,6 +29,9 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, s
 import { basename, dirname, join, resolve } from "node:path";
 import { spawnSync } from "node:child_process";
 import { gzipSync } from "node:zlib";
+import { nativeReleaseFile, RELEASE_TARGETS } from "./release_targets.ts";
+
+export { nativeReleaseFile, RELEASE_TARGETS };
 
 const root = resolve(dirname(new URL(import.meta.url).pathname), "..");
 const ORDER_FILE = join(root, "scripts", "bytecode-order.txt");
@@ -48,24 +51,6 @@ export const BUILD_FLAGS = [
 /** The flags plus the bytecode layout profile, when there is one. */
 function buildFlags(): string[] {
   return existsSync(ORDER_FILE) ? [...BUILD_FLAGS, `--bytecode-order=${ORDER_FILE}`] : BUILD_FLAGS;
-}
-
-/**
- * Release targets: Bun fetches each target's runtime from the npm registry (@oven/bun-*). `npm` is the
- * platform as Node names it (process.platform, process.arch): the npm package @awrepl/<os>-<cpu>
- * carries that file (scripts/npm-packages.ts), with these os/cpu/libc fields.
- */
-export const RELEASE_TARGETS: { target: string; file: string; npm: { os: string; cpu: string; libc?: string } }[] = [
-  { target: "bun-linux-x64", file: "awrepl-linux-x64", npm: { os: "linux", cpu: "x64", libc: "glibc" } },
-  { target: "bun-linux-arm64", file: "awrepl-linux-arm64", npm: { os: "linux", cpu: "arm64", libc: "glibc" } },
-  { target: "bun-darwin-x64", file: "awrepl-darwin-x64", npm: { os: "darwin", cpu: "x64" } },
-  { target: "bun-darwin-arm64", file: "awrepl-darwin-arm64", npm: { os: "darwin", cpu: "arm64" } },
-  { target: "bun-windows-x64", file: "awrepl-windows-x64.exe", npm: { os: "win32", cpu: "x64" } },
-];
-
-/** This machine's release file name (awrepl-linux-x64, ...), or null when no release target fits. */
-export function nativeReleaseFile(): string | null {
-  return RELEASE_TARGETS.find((t) => t.npm.os === process.platform && t.npm.cpu === process.arch)?.file ?? null;
 }
 
 /**

@@ -21,7 +21,7 @@ import { createHash } from "node:crypto";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { buildLib, LIB_DIR, libInputs, TYPES_DIR } from "./build-lib.ts";
-import { RELEASE_TARGETS } from "./build.ts";
+import { RELEASE_TARGETS } from "./release_targets.ts";
 
 const root = resolve(dirname(new URL(import.meta.url).pathname), "..");
 export const SCOPE = "@awrepl";

@@ -16,7 +16,7 @@ import { createHash } from "node:crypto";
 import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { devNull, tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
-import { RELEASE_TARGETS } from "./build.ts";
+import { RELEASE_TARGETS } from "./release_targets.ts";
 import { wheelPlatformTag } from "./wheel-tags.ts";
 
 const root = resolve(dirname(new URL(import.meta.url).pathname), "..");

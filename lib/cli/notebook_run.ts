@@ -11,14 +11,9 @@ import type { CliContext } from "./context.ts";
 import { watchCtrlC } from "./ctrl_c.ts";
 import { notebookCodeCells } from "./notebook.ts";
 import { LiveEcho, renderJson, renderText, useColor, writeRendered } from "./render.ts";
-import type { RunArgs } from "./run.ts";
+import type { RunArgs } from "./run_args.ts";
 import { attachOptions, ownSessionOptions, sessionLimits } from "./session_options.ts";
 import { writeStream } from "./stdio.ts";
-
-/** True when `run -f` names a notebook. */
-export function isNotebookFile(file: string | undefined): boolean {
-  return file !== undefined && file !== "-" && file.endsWith(".ipynb");
-}
 
 export async function runNotebook(args: RunArgs & { keepGoing?: boolean }, ctx: CliContext): Promise<number> {
   if (args.code !== undefined) throw usageError("Give the cell as CODE or as -f FILE, not both");

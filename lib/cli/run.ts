@@ -18,31 +18,14 @@ import type { ExecResult } from "../protocol/result.ts";
 import type { ReplSession } from "../session/session.ts";
 import type { CliContext } from "./context.ts";
 import type { SandboxFlags } from "./session_options.ts";
+import type { RunArgs } from "./run_args.ts";
+
+export type { RunArgs };
 import { readCell } from "./input.ts";
 import { LiveEcho, renderJson, renderText, useColor, writeRendered } from "./render.ts";
 import { watchCtrlC } from "./ctrl_c.ts";
 import { attachOptions, ownSessionOptions, sessionLimits } from "./session_options.ts";
 import { writeStream } from "./stdio.ts";
-
-export type RunArgs = {
-  code?: string;
-  file?: string;
-  json?: boolean;
-  traceback?: boolean;
-  timeoutMs?: number;
-  maxOutputBytes?: number;
-  python?: string;
-  /** Switch autosave on for the session (docs/persistence.md). */
-  autosave?: boolean;
-  /** Move the cell's display files (images) here: created if missing, never cleaned by awrepl. */
-  displayDir?: string;
-  /** An idempotency key (named sessions only): a repeat runs nothing and gets the first result. */
-  id?: string;
-  /** Start the cell detached and print its id (named sessions only): `wait ID` collects it. */
-  detach?: boolean;
-  /** `-f FILE.ipynb`: run every code cell, not stopping at the first that fails (lib/cli/notebook_run.ts). */
-  keepGoing?: boolean;
-};
 
 /** The id an ephemeral `run` gives its worker; the result reports `session: null`. */
 const EPHEMERAL_ID = "run";
