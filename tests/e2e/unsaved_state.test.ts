@@ -261,7 +261,8 @@ describe("files on disk", () => {
       renameSync(join(dir, "old", "snapshot.pkl"), join(dir, "old.pkl"));
       renameSync(join(dir, "old", "snapshot.json"), join(dir, "old.json"));
       renameSync(join(dir, "old", "spec.json"), join(dir, "old.spec.json"));
-      rmdirSync(join(dir, "old"));
+      // 0.1 kept nothing else (this version also writes the session's history and idempotency keys there).
+      rmSync(join(dir, "old"), { recursive: true });
       expect(await ok(["sessions"], home)).toBe("No sessions running\nSaved, restored on next use: old\n");
       expect(readdirSync(dir)).toEqual(["old"]);
       const r = await run(["-s", "old", "run", "v + 1, sys.flags.no_site"], { home });
