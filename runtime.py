@@ -35,6 +35,8 @@ Requests (host -> runtime); (+) marks awrepl's additions to protocol v3:
                                                done as for a path
   + {"type":"data","id":ID,"data":B64}         no done, not queued: the next piece of restore
                                                ID's payload
+  + restore "binary":true: {"type":"data","id":ID,"bytes":N} then N raw bytes (pieces), and at
+                                               the end {"type":"data","id":ID,"sha256":HEX}
     {"type":"list_names","id":ID}              done + names
     {"type":"signatures","id":ID,"modules":[STR]?}
                                          done + calls, failed, digest
@@ -73,6 +75,7 @@ Events (runtime -> host):
     {"event":"error","id":STR|null,"ename":STR,"evalue":STR,"traceback":[STR]}
     {"event":"done","id":STR,"status":"ok"|"error", ...per request above, "reason":STR?}
   + {"event":"data","id":STR,"seq":INT,"data":B64}   the next piece of snapshot ID's payload
+  + {"event":"data","id":STR,"seq":INT,"bytes":N}    with snapshot "binary":true: N raw bytes follow
 
 A malformed line gets an error event with ename "ProtocolError" (id null, or the
 request's id plus a failed done when the id is readable); the runtime keeps serving.
@@ -110,7 +113,9 @@ runtime exits, and on heartbeat silence. The protocol fds sit high (just under t
 soft NOFILE limit, at most 2047), out of reach of a cell's os.closerange(3, 1024).
 Environment: AWREPL_INTERRUPT_FALLBACK=1 forces the no-pthread_kill (Windows)
 interrupt path; AWREPL_NO_WATCHDOG=1 disables the watchdog; AWREPL_SAFE_PATH=1 keeps the
-cwd off sys.path (the host sets it where a sandboxed session could have planted modules).
+cwd off sys.path (the host sets it where a sandboxed session could have planted modules);
+AWREPL_SANDBOX_NETWORK=none|allow|full says what network a sandbox gave the worker (%pip's
+message when it fails); both are taken out of the environment the cells see.
 """
 
 import os
@@ -124,12 +129,13 @@ import builtins as _builtins_mod
 # machinery. Functions capture their builtins when they are created: this must precede every def.
 __builtins__ = dict(_builtins_mod.__dict__)
 _os_read = os.read
+_os_readv = os.readv
 _os_write = os.write
 _os_exit = os._exit
 
 PROTOCOL = 3
 CAPABILITIES = ["signatures", "variables", "inspect", "reset", "complete", "is_complete", "snapshot",
-                "exit_now", "heartbeat", "info", "snapshot_stream"]
+                "exit_now", "heartbeat", "info", "snapshot_stream", "binary_data"]
 
 # The remote bootstrap: no single quotes, no backslashes, no dollar signs, so a host can
 # put it inside '...' for a remote shell unchanged.
@@ -445,6 +451,17 @@ def _write_event(data):
         if _out.parts:
             _flush_batch_locked()
         _write_all(data)
+    if _out.deferred:
+        _retry_deferred_sigint()
+
+
+def _write_events(header, raw):
+    """A binary frame: its header line and its raw bytes, nothing of another thread between them."""
+    with _wlock:
+        if _out.parts:
+            _flush_batch_locked()
+        _write_all(header)
+        _write_all(raw)
     if _out.deferred:
         _retry_deferred_sigint()
 
@@ -1797,6 +1814,9 @@ def _interpreter():
                                           sys.version_info[2], ", virtual environment %s" % sys.prefix if venv else "")
 
 
+_SANDBOX_NETWORK = None  # a sandboxed worker's network, "none" | "allow" | "full" (AWREPL_SANDBOX_NETWORK)
+
+
 def _pip(arg):
     """%pip ARGS: this interpreter's own pip (sys.executable -m pip), never another Python's."""
     argv = [sys.executable, "-m", "pip"] + _imp("shlex").split(arg)
@@ -1808,7 +1828,11 @@ def _pip(arg):
             _habit_note("pip %s: this session's Python, %s, is externally managed (PEP 668, %s), so pip "
                         "will not install into it; start the session in a virtual environment with "
                         "--venv DIR" % (_exit_text(status), _interpreter(), marker))
-        else:
+        if _SANDBOX_NETWORK == "none":
+            _habit_note("pip %s: this session's sandbox has no network; start it with --sandbox-net or "
+                        "--sandbox-allow pypi.org --sandbox-allow files.pythonhosted.org (or install from "
+                        "a local directory with --no-index --find-links DIR)" % _exit_text(status))
+        elif marker is None:
             _habit_note("pip %s" % _exit_text(status))
     return None
 
@@ -2831,8 +2855,20 @@ def _needs_id(msg):
 
 
 def _now_data(rid, msg):
+    """A data request: a base64 piece, a binary frame's header (returns the count of raw bytes that
+    follow, which the reader reads as such), or a binary restore's closing sha256."""
     if rid is None:
-        return _protocol_error(None, "a data request needs the string id of its restore")
+        n = msg.get("bytes")
+        _protocol_error(None, "a data request needs the string id of its restore")
+        return n if type(n) is int and n > 0 else None  # framing holds: its bytes are dropped
+    if "bytes" in msg:
+        n = msg.get("bytes")
+        if type(n) is not int or n < 0:
+            return _fail_one(rid, "a data frame's bytes must be a non-negative integer, got %r" % (n,))
+        _rd.raw_id = rid
+        return n
+    if "sha256" in msg:
+        return _end_inbound(rid, msg.get("sha256"))
     _feed_inbound(rid, msg.get("data"))
 
 
@@ -2879,7 +2915,7 @@ class _Reading(object):
     """The requests' channel and whose turn it is to read it."""
 
     __slots__ = ("fd", "main", "lock", "go", "parked", "turn_r", "turn_w", "poller", "idle_poll",
-                 "ended", "parts")
+                 "ended", "parts", "raw_left", "raw_id")
 
     def __init__(self):
         self.fd = -1  # the private dup of the original fd 0
@@ -2892,6 +2928,8 @@ class _Reading(object):
         self.idle_poll = None  # the main thread's poll of fd while idle tasks wait (it has the turn)
         self.ended = False  # stdin is at its end
         self.parts = []  # the first pieces of a request line whose newline has not arrived yet
+        self.raw_left = 0  # raw bytes of a binary data frame still to come (then lines again)
+        self.raw_id = None  # the restore they belong to
 
 
 _rd = _Reading()
@@ -2917,9 +2955,18 @@ def _setup_turn():
 
 
 def _feed(chunk):
-    """Split request bytes into lines and handle each; a line's unfinished end waits in _rd.parts."""
+    """Split request bytes into lines and handle each; a line's unfinished end waits in _rd.parts.
+    A binary data frame's header line announces raw bytes: those go to its restore, unsearched."""
     start = 0
     while True:
+        if _rd.raw_left:
+            take = min(_rd.raw_left, len(chunk) - start)
+            if take:
+                _rd.raw_left -= take
+                _raw_in(memoryview(chunk)[start:start + take])
+                start += take
+            if _rd.raw_left:
+                return
         i = chunk.find(b"\n", start)
         if i < 0:
             if start < len(chunk):
@@ -2933,7 +2980,9 @@ def _feed(chunk):
             line = chunk[start:i]
         start = i + 1
         try:
-            _on_line(line)
+            raw = _on_line(line)
+            if type(raw) is int and raw > 0:
+                _rd.raw_left = raw
         except Exception as e:  # whoever reads never dies of a request
             try:
                 _protocol_error(None, "bad request: %s: %s" % (type(e).__name__, _safe_str(e)))
@@ -2971,15 +3020,32 @@ def _take_turn():
 def _main_read():
     """Main thread, between requests, holding the turn: one read of requests, handled (queued)."""
     try:
-        chunk = _os_read(_rd.fd, REQUEST_READ)
+        chunk = _read_requests(_rd.fd)
     except InterruptedError:
         return
     except OSError:
         chunk = b""
+    if chunk is None:
+        return
     if chunk:
         return _feed(chunk)
     _rd.ended = True
     _give_turn()  # the reader thread finds the end too and ends the process as it always has
+
+
+def _read_requests(fd):
+    """One read of the request channel: bytes to _feed, b"" at its end, or None when the bytes went
+    straight into the buffer of the restore whose binary frame is being read (no copy)."""
+    ib = _inbound.get(_rd.raw_id) if _rd.raw_left else None
+    if ib is None or not ib.binary or ib.buf is None or not ib.ready.locked() or ib.req.done or ib.got + _rd.raw_left > ib.expected:
+        return _os_read(fd, REQUEST_READ)  # lines, or raw bytes to drop: _feed sorts them out
+    n = _os_readv(fd, [memoryview(ib.buf)[ib.got:ib.got + _rd.raw_left]])
+    if n == 0:
+        return b""
+    _rd.raw_left -= n
+    ib.hash.update(memoryview(ib.buf)[ib.got:ib.got + n])
+    ib.got += n
+    return None
 
 
 def _reader():
@@ -3001,11 +3067,13 @@ def _reader():
                     _rd.parked.release()
                     break
             try:
-                chunk = _os_read(fd, REQUEST_READ)
+                chunk = _read_requests(fd)
             except InterruptedError:
                 continue
             except OSError:
                 chunk = b""
+            if chunk is None:
+                continue
             if not chunk:
                 _reader_eof()
             _feed(chunk)
@@ -4384,15 +4452,20 @@ def _restore_rank(name):
 
 # Restore payloads sent by the host (restore "from": "host"): the reader thread collects the data
 # requests into a buffer of the declared size, the restore handler waits for it on the main thread.
+# With "binary": true the pieces are raw bytes after a header line (_read_requests reads them straight
+# into the buffer, hashing as they come) and the host's sha256 arrives in a closing data request.
 _inbound = {}
 
 
 class _Inbound(object):
-    __slots__ = ("req", "expected", "buf", "got", "error", "ready")
+    __slots__ = ("req", "expected", "buf", "got", "error", "ready", "binary", "hash", "sha256")
 
     def __init__(self, req, expected):
         self.req = req
         self.expected = expected
+        self.binary = req.msg.get("binary") is True  # raw frames, the sha256 after the last one
+        self.hash = _imp("hashlib").sha256() if self.binary else None  # of the bytes as they come
+        self.sha256 = None  # the host's, from the closing data request
         self.buf = bytearray(expected)  # the host's declared size; the host enforces the snapshot cap
         self.got = 0
         self.error = None
@@ -4403,13 +4476,15 @@ def _open_inbound(r):
     expected = r.msg.get("bytes")
     if isinstance(expected, bool) or not isinstance(expected, int) or expected < 0:
         return  # the handler refuses the request
+    if r.msg.get("binary") is True:
+        _widen_pipe(_rd.fd)
     try:
         ib = _Inbound(r, expected)
     except MemoryError:
         ib = _Inbound(r, 0)
         ib.error = "no memory for a payload of %d bytes" % expected
     _inbound[r.id] = ib
-    if ib.error is not None or expected == 0:
+    if ib.error is not None or (expected == 0 and not ib.binary):
         ib.ready.release()
 
 
@@ -4437,6 +4512,8 @@ def _feed_inbound(rid, data):
         return
     if ib.error is not None or not ib.ready.locked():
         return  # failed or complete: the rest is dropped
+    if ib.binary:
+        return _fail_one(rid, "a base64 data piece arrived for a binary restore")
     try:
         piece = _imp("binascii").a2b_base64(data)
     except (TypeError, ValueError) as e:
@@ -4455,6 +4532,62 @@ def _feed_inbound(rid, data):
         ib.ready.release()
 
 
+PIPE_WIDE = 1 << 20  # Linux's default pipe-max-size: what an unprivileged process may ask for
+
+
+def _widen_pipe(fd):
+    """A pipe of 1 MiB instead of 64 KiB for a payload's frames: fewer, fuller reads and writes on
+    both sides (Linux; elsewhere, or when it is not a pipe, nothing changes)."""
+    try:
+        _imp("fcntl").fcntl(fd, 1031, PIPE_WIDE)  # F_SETPIPE_SZ
+    except (OSError, ImportError, AttributeError, ValueError):
+        pass
+
+
+def _raw_in(mv):
+    """Whoever reads requests: raw bytes of a binary frame, read with lines (a copy; most go
+    straight into the buffer, see _read_requests)."""
+    ib = _inbound.get(_rd.raw_id)
+    if ib is None:
+        return
+    if ib.req.done:
+        _inbound.pop(_rd.raw_id, None)
+        return
+    if ib.error is not None or not ib.ready.locked():
+        return
+    if not ib.binary:
+        return _fail_one(_rd.raw_id, "a binary data frame arrived for a base64 restore")
+    end = ib.got + len(mv)
+    if end > ib.expected:
+        return _fail_one(_rd.raw_id, "the host sent %d bytes, more than the %d declared" % (end, ib.expected))
+    ib.buf[ib.got:end] = mv
+    ib.hash.update(mv)
+    ib.got = end
+
+
+def _end_inbound(rid, sha256):
+    """A binary restore's closing line: every byte is in (or the restore fails), its hash known."""
+    ib = _inbound.get(rid)
+    if ib is None or not ib.ready.locked():
+        return
+    if ib.got + (_rd.raw_left if _rd.raw_id == rid else 0) > ib.expected:
+        return _fail_one(rid, "the host sent more than the %d bytes declared" % ib.expected)
+    if ib.got != ib.expected:
+        return _fail_one(rid, "the host sent %d bytes of the %d declared" % (ib.got, ib.expected))
+    if not isinstance(sha256, str):
+        return _fail_one(rid, "the closing data request needs a string sha256")
+    ib.sha256 = sha256
+    ib.ready.release()
+
+
+def _fail_one(rid, reason):
+    ib = _inbound.get(rid)
+    if ib is not None and ib.ready.locked():
+        ib.error = reason
+        ib.buf = None
+        ib.ready.release()
+
+
 def _fail_inbound(reason):
     for ib in list(_inbound.values()):
         if ib.ready.locked():
@@ -4463,6 +4596,7 @@ def _fail_inbound(reason):
 
 
 SNAPSHOT_CHUNK = 1 << 18  # raw bytes per data event (350 KB of base64)
+SNAPSHOT_BINARY_CHUNK = 1 << 20  # raw bytes per binary frame
 SNAPSHOT_CHUNK_MAX = 1 << 24
 
 
@@ -4478,8 +4612,11 @@ class _DataStream(object):
     `chunk` raw bytes (base64), so the payload is never held whole here; counts and hashes it. An
     interrupt lands between two pieces (the host then drops what it received)."""
 
-    def __init__(self, r, chunk):
+    def __init__(self, r, chunk, binary=False):
         self.req = r
+        self.binary = binary  # a header line, then the piece's raw bytes (no base64)
+        if binary:
+            _widen_pipe(_out.fd)
         self.head = ('{"event":"data","id":%s,"seq":' % _esc_ascii(r.id)).encode("ascii")
         self.b64 = _imp("binascii").b2a_base64
         self.chunk = chunk
@@ -4511,6 +4648,10 @@ class _DataStream(object):
         _checkpoint(self.req)
         self.hash.update(piece)
         self.bytes += len(piece)
+        if self.binary:
+            header = b"".join((self.head, b"%d" % self.seq, b',"bytes":%d}\n' % len(piece)))
+            self.seq += 1
+            return _write_events(header, piece)
         frame = b"".join((self.head, b"%d" % self.seq, b',"data":"',
                           self.b64(piece, newline=False), b'"}\n'))
         self.seq += 1
@@ -4702,7 +4843,8 @@ def _h_snapshot(r):
     if to_host:
         if prune:
             raise _RequestFailed("prune_oversized needs a path: a payload sent to the host may not be kept")
-        chunk = _int_field(r, "chunk_bytes") or SNAPSHOT_CHUNK
+        binary = r.msg.get("binary") is True
+        chunk = _int_field(r, "chunk_bytes") or (SNAPSHOT_BINARY_CHUNK if binary else SNAPSHOT_CHUNK)
         if chunk > SNAPSHOT_CHUNK_MAX:
             raise _RequestFailed("chunk_bytes must be at most %d, got %d" % (SNAPSHOT_CHUNK_MAX, chunk))
     elif not isinstance(path, str) or not path or not isinstance(manifest_path, str) or not manifest_path:
@@ -4711,7 +4853,7 @@ def _h_snapshot(r):
     max_var = _int_field(r, "max_variable_bytes")
     max_ms = _int_field(r, "max_variable_ms")  # a name slower to pickle is skipped, not the snapshot
     if to_host:
-        stream = _DataStream(r, chunk)
+        stream = _DataStream(r, chunk, binary)
         out = _PayloadFile(r, stream=stream)
         saved, skipped, pruned, kinds, support = _snapshot_names(r, out, max_bytes, max_var, max_ms, False)
         size = out.finish(out.index_of(kinds))
@@ -4817,8 +4959,13 @@ def _receive_payload(r):
         _inbound.pop(r.id, None)  # later pieces (an interrupted restore) are dropped
     if ib.error is not None:
         raise _RequestFailed("cannot read snapshot <from host>: %s" % ib.error, restored=[], failed=[])
-    want = r.msg.get("sha256")
-    if isinstance(want, str) and want:
+    want = ib.sha256 if ib.binary else r.msg.get("sha256")
+    if ib.binary:
+        got = ib.hash.hexdigest()
+        if got != want.lower():
+            raise _RequestFailed("corrupt snapshot <from host>: sha256 %s, expected %s" % (got, want),
+                                 restored=[], failed=[])
+    elif isinstance(want, str) and want:
         got = _imp("hashlib").sha256(ib.buf).hexdigest()
         if got != want.lower():
             raise _RequestFailed("corrupt snapshot <from host>: sha256 %s, expected %s" % (got, want),
@@ -5048,8 +5195,10 @@ def _setup_pumps(pumps):
 def _install_namespace():
     """Cells run in a fresh module installed as __main__ (pickle and dill look classes up there);
     the runtime's own module stays referenced so its globals live on."""
-    global _runtime_module, _user_module, _ns
+    global _runtime_module, _user_module, _ns, _SANDBOX_NETWORK
     import types
+    # The host's word on a sandbox's network, for %pip's message: not the cells' (nor their children's).
+    _SANDBOX_NETWORK = os.environ.pop("AWREPL_SANDBOX_NETWORK", None)
     if sys.argv[0] not in ("", "-c") and sys.path and not getattr(sys.flags, "safe_path", False):
         if os.environ.pop("AWREPL_SAFE_PATH", None):
             # A cwd a sandbox could write: no import looks there, this runtime's own lazy ones

@@ -45,15 +45,34 @@ export type SnapshotRequest = {
   prune_oversized?: boolean;
   /** With `to: "host"`: raw bytes per `data` event (default 256 KiB, at most 16 MiB). */
   chunk_bytes?: number;
+  /**
+   * awrepl addition, with `to: "host"` (a runtime with the `binary_data` capability): the payload
+   * comes as binary frames, a header line `{"event":"data","id","seq","bytes":N}` and N raw bytes.
+   */
+  binary?: boolean;
+  /** awrepl addition, path mode: false skips the fsync before the rename (an autosave; an explicit snapshot stays durable). */
+  fsync?: boolean;
 };
 /**
  * Either `path` (the worker reads the file), or, an awrepl addition, `from: "host"` with the payload's
  * exact size in `bytes` (the host caps it first: the worker allocates it) and optionally its sha256;
  * the payload follows in `data` requests carrying this request's id.
  */
-export type RestoreRequest = { type: "restore"; id: string; path?: string; from?: "host"; bytes?: number; sha256?: string };
-/** awrepl addition, no done, not queued: the next piece (base64) of restore `id`'s payload. */
-export type DataRequest = { type: "data"; id: string; data: string };
+export type RestoreRequest = {
+  type: "restore";
+  id: string;
+  path?: string;
+  from?: "host";
+  bytes?: number;
+  sha256?: string;
+  /** With `from: "host"` (`binary_data`): the pieces come as binary frames, and the sha256 after the last one. */
+  binary?: boolean;
+};
+/**
+ * awrepl addition, no done, not queued: the next piece (base64) of restore `id`'s payload; with a
+ * binary restore, `bytes: N` (N raw bytes follow the line), and at the end `sha256` of all of them.
+ */
+export type DataRequest = { type: "data"; id: string; data?: string; bytes?: number; sha256?: string };
 export type ListNamesRequest = { type: "list_names"; id: string };
 export type SignaturesRequest = { type: "signatures"; id: string; modules?: string[] };
 /**

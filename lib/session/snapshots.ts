@@ -138,15 +138,16 @@ export class SessionSnapshots {
 
   /**
    * Saves the namespace to `target`, a path on this machine: written by the worker itself (`path`),
-   * or streamed over the protocol and written here (`stream`).
+   * or streamed over the protocol and written here (`stream`). `durable`: fsync'd before it is renamed
+   * into place (an explicit snapshot, the one at a stop); an autosave passes false (the next one follows soon).
    */
-  async write(target: string, timeoutMs?: number, maxVariableMs?: number): Promise<SnapshotReport> {
+  async write(target: string, timeoutMs?: number, maxVariableMs?: number, durable = true): Promise<SnapshotReport> {
     if (target === this.partlyRestored && existsSync(target)) {
       const aside = moveAside(target, "unrestored");
       if (aside) this.note(`The earlier snapshot of session ${this.id} held names this worker could not restore; it was kept as ${aside}.`);
       this.partlyRestored = null;
     }
-    const done = this.transfer === "stream" ? await this.writeStreamed(target, timeoutMs, maxVariableMs) : await this.writeByPath(target, timeoutMs, maxVariableMs);
+    const done = this.transfer === "stream" ? await this.writeStreamed(target, timeoutMs, maxVariableMs, durable) : await this.writeByPath(target, timeoutMs, maxVariableMs, durable);
     this.latest = target;
     // The state on disk is current again: an earlier failed stop snapshot no longer needs saying.
     // Not so the marker of a session this process holds: its next cell is newer than this snapshot.
@@ -171,10 +172,12 @@ export class SessionSnapshots {
     return request;
   }
 
-  private async writeByPath(target: string, timeoutMs?: number, maxVariableMs?: number): Promise<DoneEvent> {
+  private async writeByPath(target: string, timeoutMs?: number, maxVariableMs?: number, durable = true): Promise<DoneEvent> {
     let done: DoneEvent;
+    const request = this.capped({ type: "snapshot", path: target, manifest_path: manifestPath(target) }, maxVariableMs);
+    if (!durable) request.fsync = false;
     try {
-      done = await this.request(this.capped({ type: "snapshot", path: target, manifest_path: manifestPath(target) }, maxVariableMs), { timeoutMs });
+      done = await this.request(request, { timeoutMs });
     } catch (err) {
       // A worker killed while it wrote leaves its temp file beside the target (the runtime streams the
       // payload into it): its writer is gone now, so it goes (the previous snapshot stays in place).
@@ -191,7 +194,7 @@ export class SessionSnapshots {
    * sha256 are checked against the worker's `done`; then the file is renamed into place and its
    * manifest written beside it. A failure at any point leaves the previous file where it was.
    */
-  private async writeStreamed(target: string, timeoutMs?: number, maxVariableMs?: number): Promise<DoneEvent> {
+  private async writeStreamed(target: string, timeoutMs?: number, maxVariableMs?: number, durable = true): Promise<DoneEvent> {
     const failed = (why: string) => new AwreplError("snapshot_failed", `Snapshot of session ${this.id} to ${target} failed: ${why}`);
     checkManifestTarget(manifestPath(target));
     const file = new PayloadFile(target);
@@ -218,7 +221,7 @@ export class SessionSnapshots {
       if (over) throw failed(`the worker sent more than the snapshot cap of ${cap} bytes; nothing was kept`);
       if (done.status !== "ok") throw failed(done.reason ?? "no reason given");
       try {
-        file.commit(done);
+        file.commit(done, durable);
       } catch (err) {
         throw failed((err as Error).message.replace(/^Snapshot to .* failed: /, ""));
       }
@@ -383,7 +386,7 @@ export class SessionSnapshots {
         fingerprint = JSON.stringify(listing.variables ?? {});
         if (fingerprint === this.savedFingerprint && this.latest === target && existsSync(target)) return;
       }
-      const report = await this.write(target);
+      const report = await this.write(target, undefined, undefined, false);
       this.autosavedBytes = report.bytes;
       this.savedFingerprint = fingerprint;
       const fresh = report.skipped.filter((s) => !this.autosaveSkipped.has(s.name));

@@ -37,4 +37,46 @@ describe("LineSplitter.split", () => {
     reused.write("xyz");
     expect(splitAll(copying, "\n")).toEqual(["abc"]);
   });
+
+  test("a line announcing raw bytes: they go to onRaw unsearched, wherever the chunks cut the stream, then lines resume", () => {
+    // Raw bytes that look like the protocol: newlines, a frame's opening, invalid UTF-8, and an announcement of more raw bytes.
+    const raw = Buffer.concat([Buffer.from('\n{"event":"done","id":"1"}\n\n'), Buffer.from([0xff, 0xfe, 0xc3, 0x28, 0x0a]), Buffer.from("RAW 5\n")]);
+    const stream = Buffer.concat([Buffer.from(`a\nRAW ${raw.length}\n`), raw, Buffer.from("b\nRAW 0\nc\n")]);
+    const expected = ["line:a", `line:RAW ${raw.length}`, `raw:${raw.toString("hex")}`, "line:b", "line:RAW 0", "line:c"];
+    for (let cut1 = 0; cut1 <= stream.length; cut1 += 3) {
+      for (let cut2 = cut1; cut2 <= stream.length; cut2 += 5) {
+        const s = new LineSplitter(1024, false, false);
+        const out: string[] = [];
+        let rawHex = "";
+        const onLine = (line: Uint8Array) => {
+          if (rawHex) out.push(`raw:${rawHex}`), (rawHex = "");
+          const text = Buffer.from(line).toString();
+          out.push(`line:${text}`);
+          const m = /^RAW (\d+)$/.exec(text);
+          return m ? Number(m[1]) : undefined;
+        };
+        for (const chunk of [stream.subarray(0, cut1), stream.subarray(cut1, cut2), stream.subarray(cut2)]) {
+          s.split(chunk, onLine, (part) => (rawHex += Buffer.from(part).toString("hex")));
+        }
+        expect(out).toEqual(expected);
+        expect(s.rawPending).toBe(0);
+      }
+    }
+  });
+
+  test("without onRaw a callback's return value is ignored (push and pushBytes keep reading lines)", () => {
+    const s = new LineSplitter(64);
+    expect(s.pushBytes(Buffer.from("3\nabc\n")).map((l) => Buffer.from(l).toString())).toEqual(["3", "abc"]);
+    const counted: string[] = [];
+    s.split(Buffer.from("x\ny\n"), (l) => counted.push(Buffer.from(l).toString()));
+    expect(counted).toEqual(["x", "y"]);
+  });
+
+  test("a stream that ends inside the raw bytes leaves them owed (the reader's end is the writer's death)", () => {
+    const s = new LineSplitter(64, false, false);
+    let got = 0;
+    s.split(Buffer.from("H\nabc"), () => 10, (part) => (got += part.length));
+    expect(got).toBe(3);
+    expect(s.rawPending).toBe(7);
+  });
 });

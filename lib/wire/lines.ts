@@ -9,6 +9,7 @@
 export class LineSplitter {
   private parts: Uint8Array[] = [];
   private size = 0;
+  private rawLeft = 0;
   private readonly decoder: TextDecoder;
   constructor(
     private readonly maxBytes: number,
@@ -43,25 +44,44 @@ export class LineSplitter {
    * Calls `onLine` with each complete line in `chunk`, as bytes that may share `chunk`'s memory (use
    * them before the next chunk arrives). A line past the cap throws a RangeError once the lines before
    * it were delivered, and what was buffered is dropped. No array per chunk: a worker's hot path.
+   *
+   * With `onRaw`, a line may announce raw bytes (a binary data frame, docs/protocol.md): when `onLine`
+   * returns a count N > 0, the next N bytes of the stream, wherever the chunks cut them, go to `onRaw`
+   * (in one or more parts, sharing the chunk's memory) and are never searched for newlines; lines
+   * resume after them.
    */
-  split(chunk: Uint8Array, onLine: (line: Uint8Array) => void): void {
+  split(chunk: Uint8Array, onLine: (line: Uint8Array) => number | void, onRaw?: (part: Uint8Array) => void): void {
     let start = 0;
-    let nl = chunk.indexOf(10);
+    if (this.rawLeft > 0) {
+      start = this.takeRaw(chunk, 0, onRaw);
+      if (this.rawLeft > 0) return;
+    }
+    let nl = chunk.indexOf(10, start);
     if (nl >= 0 && this.size > 0) {
       // The end of the line the previous chunks began.
-      this.checkCap(nl);
-      this.parts.push(chunk.subarray(0, nl));
-      const line = Buffer.concat(this.parts, this.size + nl);
+      this.checkCap(nl - start);
+      this.parts.push(chunk.subarray(start, nl));
+      const line = Buffer.concat(this.parts, this.size + nl - start);
       this.parts = [];
       this.size = 0;
-      onLine(line);
       start = nl + 1;
+      const raw = onLine(line);
+      if (onRaw && typeof raw === "number" && raw > 0) {
+        this.rawLeft = raw;
+        start = this.takeRaw(chunk, start, onRaw);
+        if (this.rawLeft > 0) return;
+      }
       nl = chunk.indexOf(10, start);
     }
     while (nl >= 0) {
       if (nl - start > this.maxBytes) throw this.tooLong();
-      onLine(chunk.subarray(start, nl));
+      const raw = onLine(chunk.subarray(start, nl));
       start = nl + 1;
+      if (onRaw && typeof raw === "number" && raw > 0) {
+        this.rawLeft = raw;
+        start = this.takeRaw(chunk, start, onRaw);
+        if (this.rawLeft > 0) return;
+      }
       nl = chunk.indexOf(10, start);
     }
     if (start < chunk.length) {
@@ -70,6 +90,21 @@ export class LineSplitter {
       this.parts.push(this.readerReusesMemory ? new Uint8Array(rest) : rest);
       this.size += rest.length;
     }
+  }
+
+  /** Raw bytes still owed to the frame a line announced (0: reading lines). */
+  get rawPending(): number {
+    return this.rawLeft;
+  }
+
+  /** Gives up to rawLeft bytes of `chunk` from `start` to onRaw; returns where lines resume. */
+  private takeRaw(chunk: Uint8Array, start: number, onRaw: ((part: Uint8Array) => void) | undefined): number {
+    const end = Math.min(chunk.length, start + this.rawLeft);
+    if (end > start) {
+      this.rawLeft -= end - start;
+      onRaw?.(chunk.subarray(start, end));
+    }
+    return end;
   }
 
   private checkCap(more: number): void {

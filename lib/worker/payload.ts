@@ -14,8 +14,12 @@
 //   }
 //   // done.manifest: the manifest to write beside target (the session's job, with its own rules)
 //
-//   const source = await openPayload(path, maxBytes);            // regular file, under the cap, hashed
+//   const source = await openPayload(path, maxBytes);            // regular file, under the cap
 //   const done = await worker.request(restoreRequest(source), handlers, source.pieces());
+//
+// Binary frames (the runtime's `binary_data`) carry the pieces as raw bytes after a header line and
+// the sha256 after the last one, computed as they are sent; to an older runtime the pieces go in
+// base64 and the file is hashed first, for the request.
 //
 // snapshotToFile() and restoreFromFile() below do exactly that against a worker directly. A request
 // with a payload can be interrupted like any other (the runtime drops the pieces that follow).
@@ -25,7 +29,7 @@ import { type FileHandle, open } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { AwreplError } from "../core/errors.ts";
 import type { DoneEvent, RestoreRequest, SnapshotRequest } from "../protocol/runtime.ts";
-import { PIECE_BYTES } from "../wire/data_frames.ts";
+import { BINARY_PIECE_BYTES } from "../wire/data_frames.ts";
 import type { RequestHandlers, Worker } from "./worker.ts";
 
 /**
@@ -68,11 +72,12 @@ export class PayloadFile {
 
   private write(piece: Uint8Array, seq: number): void {
     if (this.failure !== null || this.fd === null) return;
-    if (seq !== this.nextSeq) {
+    // A binary frame's piece may arrive in several parts, each carrying the piece's seq.
+    if (seq === this.nextSeq) this.nextSeq++;
+    else if (seq !== this.nextSeq - 1) {
       this.failure = `piece ${seq} arrived where ${this.nextSeq} was expected`;
       return;
     }
-    this.nextSeq++;
     try {
       let off = 0;
       while (off < piece.length) off += writeSync(this.fd, piece, off, piece.length - off);
@@ -86,10 +91,10 @@ export class PayloadFile {
 
   /**
    * Checks the payload against the snapshot's `done` (status ok, its byte count and sha256), makes it
-   * durable and renames it over the target. Throws snapshot_failed with the reason otherwise (the temp
-   * file is removed by discard()).
+   * durable (fsync, unless `durable` is false: an autosave) and renames it over the target. Throws
+   * snapshot_failed with the reason otherwise (the temp file is removed by discard()).
    */
-  commit(done: DoneEvent): void {
+  commit(done: DoneEvent, durable = true): void {
     const fail = (why: string) => {
       throw new AwreplError("snapshot_failed", `Snapshot to ${this.target} failed: ${why}`);
     };
@@ -100,7 +105,7 @@ export class PayloadFile {
     const sha256 = this.hash.digest("hex");
     if (done.sha256 !== sha256) fail(`the payload's sha256 is ${sha256} but the worker reported ${done.sha256}`);
     try {
-      fsyncSync(this.fd as number);
+      if (durable) fsyncSync(this.fd as number);
       closeSync(this.fd as number);
       this.fd = null;
       renameSync(this.tmp, this.target);
@@ -129,19 +134,24 @@ export class PayloadFile {
   }
 }
 
-/** A payload the host sends: its size and sha256 are known before the first piece. */
+/** A payload the host sends: its size is known before the first piece. */
 export type PayloadSource = {
   path: string;
   bytes: number;
-  sha256: string;
-  /** The file's bytes in PIECE_BYTES pieces, read one at a time as the pipe takes them. */
-  pieces(): AsyncIterable<Uint8Array>;
+  /** The file's bytes, read one piece at a time as the pipe takes them. */
+  pieces(): PayloadPieces;
 };
 
 /**
+ * The pieces of a payload, and what an older runtime (without `binary_data`) needs first: the sha256
+ * of the whole file, which costs a pass of its own (Worker.request asks only then). With binary
+ * frames the worker hashes the pieces as it sends them and the hash follows the last one.
+ */
+export type PayloadPieces = AsyncIterable<Uint8Array> & { sha256(): Promise<string> };
+
+/**
  * Opens a snapshot file to send: a regular file (never a FIFO or a device: `restore /dev/zero`) of at
- * most `maxBytes` (0: no cap), hashed in one pass so the runtime can check what it received.
- * Throws restore_failed naming the problem (a missing file included).
+ * most `maxBytes` (0: no cap). Throws restore_failed naming the problem (a missing file included).
  */
 export async function openPayload(path: string, maxBytes: number): Promise<PayloadSource> {
   const file = await openFile(path);
@@ -151,10 +161,16 @@ export async function openPayload(path: string, maxBytes: number): Promise<Paylo
     if (maxBytes > 0 && st.size > maxBytes) {
       throw new AwreplError("restore_failed", `Cannot restore from ${path}: it holds ${st.size} bytes, over the snapshot cap of ${maxBytes}`);
     }
-    const hash = createHash("sha256");
-    for await (const piece of readPieces(file, st.size, path)) hash.update(piece);
     const bytes = st.size;
-    return { path, bytes, sha256: hash.digest("hex"), pieces: () => filePieces(path, bytes) };
+    const pieces = (): PayloadPieces => ({
+      [Symbol.asyncIterator]: () => filePieces(path, bytes)[Symbol.asyncIterator](),
+      sha256: async () => {
+        const hash = createHash("sha256");
+        for await (const piece of filePieces(path, bytes)) hash.update(piece);
+        return hash.digest("hex");
+      },
+    });
+    return { path, bytes, pieces };
   } finally {
     await file.close();
   }
@@ -162,7 +178,7 @@ export async function openPayload(path: string, maxBytes: number): Promise<Paylo
 
 /** The restore request for `source` (send it with source.pieces() as the request's payload). */
 export function restoreRequest(source: PayloadSource): Omit<RestoreRequest, "id"> {
-  return { type: "restore", from: "host", bytes: source.bytes, sha256: source.sha256 };
+  return { type: "restore", from: "host", bytes: source.bytes };
 }
 
 async function openFile(path: string): Promise<FileHandle> {
@@ -178,7 +194,7 @@ async function openFile(path: string): Promise<FileHandle> {
 async function* readPieces(file: FileHandle, size: number, path: string): AsyncIterable<Uint8Array> {
   let total = 0;
   for (;;) {
-    const buf = Buffer.allocUnsafe(PIECE_BYTES);
+    const buf = Buffer.allocUnsafe(BINARY_PIECE_BYTES);
     const { bytesRead } = await file.read(buf, 0, buf.length, null);
     if (bytesRead === 0) break;
     total += bytesRead;

@@ -5,7 +5,7 @@
 // takes the handshake, and says when it ends.
 import { NO_HOST_BRIDGE } from "../core/host_bridge.ts";
 import type { DisplayEvent, DoneEvent, ErrorEvent, IdRequest, ReadyEvent, RuntimeEvent } from "../protocol/runtime.ts";
-import { readDataFrame } from "../wire/data_frames.ts";
+import { readBinaryDataHeader, readDataFrame } from "../wire/data_frames.ts";
 import { RawText, readOutputFrame } from "../wire/output_frames.ts";
 
 /** Handlers for the events of one request; output with id null goes to the active execute's handlers. */
@@ -16,7 +16,10 @@ export type RequestHandlers = {
   display?(data: Record<string, unknown>, event: DisplayEvent): void;
   result?(text: string): void;
   error?(event: ErrorEvent): void;
-  /** A piece of the payload the request streams to the host (snapshot `to: "host"`), decoded, in order from 0. */
+  /**
+   * A piece of the payload the request streams to the host (snapshot `to: "host"`), decoded, in order
+   * from 0; a binary frame's piece may come in several parts in a row, each with the piece's seq.
+   */
   data?(piece: Uint8Array, seq: number): void;
   /** A host request of the cell (`awrepl.host_request`); `reply` sends its answer. Without it: NO_HOST_BRIDGE. */
   hostRequest?(data: Record<string, unknown>, reply: (data: Record<string, unknown>) => void): void;
@@ -104,11 +107,23 @@ export class PendingRequests {
     for (const p of all) p.reject(errorOf(p));
   }
 
-  /** One frame's bytes: output frames are read without decoding their text, the rest parsed. */
-  readonly onFrame = (line: Uint8Array): void => {
+  /** The binary data frame whose raw bytes the channel is reading now (see onRaw). */
+  private raw: { id: string; seq: number } | null = null;
+
+  /**
+   * One frame's bytes: output frames are read without decoding their text, the rest parsed. Returns
+   * the count of raw bytes that follow on the channel when the line is a binary data frame's header
+   * (LineSplitter.split hands them to onRaw).
+   */
+  readonly onFrame = (line: Uint8Array): number | void => {
     if (line.length === 0) return;
     if (line[10] === 0x64 && line[11] === 0x61) {
       // `{"event":"da...`: a payload piece, decoded without JSON.parse.
+      const header = line[line.length - 2] !== 0x22 ? readBinaryDataHeader(line) : null;
+      if (header) {
+        this.raw = { id: header.id, seq: header.seq };
+        return header.bytes;
+      }
       const data = readDataFrame(line);
       if (data) {
         try {
@@ -128,6 +143,17 @@ export class PendingRequests {
       this.deliverOutput(frame.stream, frame.id, frame.raw);
     } catch (err) {
       this.keepHandlerFailure(frame.stream, err);
+    }
+  };
+
+  /** A part of the raw bytes of the binary data frame read last: to its request's data handler (a finished request's are dropped). */
+  readonly onRaw = (part: Uint8Array): void => {
+    const raw = this.raw;
+    if (!raw) return;
+    try {
+      this.pending.get(raw.id)?.handlers?.data?.(part, raw.seq);
+    } catch (err) {
+      this.keepHandlerFailure("data", err);
     }
   };
 

@@ -44,7 +44,7 @@ describe("the bubblewrap command line", () => {
 
   test("environment: the allowlist and the opt-ins, spawned with, never on the command line", () => {
     const { prefix, env } = sandboxLaunch({ env: ["MY_OPT_IN"] }, base());
-    expect(env).toEqual({ PATH: "/usr/bin:/bin", HOME: "/root", MY_OPT_IN: "value-1", PYTHONPATH: "/x", LC_ALL: "C", TMPDIR: "/tmp" });
+    expect(env).toEqual({ PATH: "/usr/bin:/bin", HOME: "/root", MY_OPT_IN: "value-1", PYTHONPATH: "/x", LC_ALL: "C", TMPDIR: "/tmp", AWREPL_SANDBOX_NETWORK: "none" });
     expect(prefix.join(" ")).not.toContain("value-1");
     expect(prefix.join(" ")).not.toContain("s3cr3t");
     expect(prefix).not.toContain("--setenv");

@@ -283,7 +283,9 @@ export function sandboxLaunch(profile: AllowingProfile, ctx: SandboxContext): Sa
   readOnlyLater.push(...view.readOnly);
   for (const d of readOnlyLater) a.push("--remount-ro", d);
   a.push("--chdir", cwd, "--");
-  return { prefix: a, runtimePath, env: { ...sandboxEnv(ctx.env, profile.env), ...(proxied ? proxyEnv() : {}) }, writable };
+  // What network the worker has, for its messages (the runtime's %pip says why a download failed; it takes the variable out of its environment).
+  const network = profile.network ? "full" : proxied ? "allow" : "none";
+  return { prefix: a, runtimePath, env: { ...sandboxEnv(ctx.env, profile.env), ...(proxied ? proxyEnv() : {}), AWREPL_SANDBOX_NETWORK: network }, writable };
 }
 
 /**

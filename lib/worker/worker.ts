@@ -14,6 +14,7 @@
 // give each process a cgroup of its own and name a death by the OOM killer; an allow list holds the
 // sandbox's proxy open while the worker runs (docs/limits.md).
 import { type ChildProcess, spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { deadline, DeadlineError } from "../core/deadline.ts";
 import { AwreplError } from "../core/errors.ts";
@@ -247,15 +248,24 @@ export class Worker {
 
   /**
    * Sends one request and resolves with its `done`; rejects when the worker dies or is closed first.
-   * `payload`: the bytes of a restore `from: "host"` (payload.ts), sent after the request as `data`
-   * requests, each piece once the pipe has taken the one before (memory: one piece).
+   * `payload`: the bytes of a restore `from: "host"` (payload.ts), sent after the request, each piece
+   * once the pipe has taken the one before (memory: one piece): as binary frames when the runtime has
+   * `binary_data` (the sha256 of what was sent follows the last one), else as base64 `data` requests
+   * after a request that carries the file's sha256 (payload.sha256(), one pass of its own).
    */
-  request(body: RequestBody, handlers?: RequestHandlers, payload?: AsyncIterable<Uint8Array>): Promise<DoneEvent> {
+  request(body: RequestBody, handlers?: RequestHandlers, payload?: AsyncIterable<Uint8Array> & { sha256?(): Promise<string> }): Promise<DoneEvent> {
     if (this.state !== "ready") return Promise.reject(this.unavailable(body.type));
+    // Binary data frames when the runtime offers them (docs/protocol.md, "Binary data frames").
+    const capable = this.ready?.capabilities.includes("binary_data") ?? false;
+    const binary = capable && payload !== undefined && body.type === "restore";
+    if (payload && body.type === "restore" && !binary && body.sha256 === undefined && payload.sha256) {
+      return payload.sha256().then((sha256) => this.request({ ...body, sha256 }, handlers, payload));
+    }
+    const line = binary ? { ...body, binary: true, sha256: undefined } : capable && body.type === "snapshot" && body.to === "host" ? { ...body, binary: true } : body;
     return this.requests.open(body.type, handlers, this.heartbeat?.silent() ?? false, (id) => {
       // Its exit seen (the rest of its output still on the way) or its stdin closed: the process is gone.
-      const delivered = this.write(JSON.stringify({ ...body, id })) && this.exit === null;
-      if (payload && delivered) void this.sendPayload(id, payload);
+      const delivered = this.write(JSON.stringify({ ...line, id })) && this.exit === null;
+      if (payload && delivered) void (binary ? this.sendBinaryPayload(id, payload) : this.sendPayload(id, payload));
       return delivered;
     });
   }
@@ -272,11 +282,42 @@ export class Worker {
         }
       }
     } catch (err) {
-      // The file could not be read to the end: the runtime waits for bytes that will not come.
-      if (!this.requests.has(id)) return;
-      this.keepNoise(`[the payload of request ${id} could not be sent: ${(err as Error).message}]`);
-      this.interrupt(id);
+      this.payloadFailed(id, err);
     }
+  }
+
+  /**
+   * The pieces of request `id`'s payload as binary frames (a header line, then the piece's raw bytes,
+   * written together so nothing comes between them), hashed as they go; then the sha256 of what was
+   * sent. Stops between two frames when the request ends.
+   */
+  private async sendBinaryPayload(id: string, payload: AsyncIterable<Uint8Array>): Promise<void> {
+    const hash = createHash("sha256");
+    const pieces = payload[Symbol.asyncIterator]();
+    try {
+      // The next piece is read while this one drains into the pipe.
+      for (let next = pieces.next();;) {
+        const { value: piece, done } = await next;
+        if (done || !this.requests.has(id) || this.state !== "ready") break;
+        next = pieces.next();
+        next.catch(() => undefined); // awaited above on the next turn; a request that ended first never reads it
+        hash.update(piece);
+        this.stdin.write(`{"type":"data","id":"${id}","bytes":${piece.length}}\n`);
+        await this.stdin.writeAndWait(piece);
+      }
+      await pieces.return?.();
+      if (!this.requests.has(id) || this.state !== "ready") return;
+      this.stdin.write(`{"type":"data","id":"${id}","sha256":"${hash.digest("hex")}"}\n`);
+    } catch (err) {
+      this.payloadFailed(id, err);
+    }
+  }
+
+  /** The file could not be read to the end: the runtime waits for bytes that will not come. */
+  private payloadFailed(id: string, err: unknown): void {
+    if (!this.requests.has(id)) return;
+    this.keepNoise(`[the payload of request ${id} could not be sent: ${(err as Error).message}]`);
+    this.interrupt(id);
   }
 
   /** Its limits and what it uses now (null: started without limits). */
@@ -506,7 +547,7 @@ export class Worker {
   private onData(chunk: Buffer): void {
     this.heartbeat?.heard();
     try {
-      this.lines.split(chunk, this.requests.onFrame);
+      this.lines.split(chunk, this.requests.onFrame, this.requests.onRaw);
     } catch {
       // Only the line cap throws (onFrame keeps a failing handler's error for diagnostics).
       this.keepNoise(`[a frame longer than ${MAX_LINE_BYTES} bytes]`);
