@@ -17,6 +17,8 @@ _EXPORTS = {
     "RemoteSession": "._attach",
     "DetachedCell": "._attach",
     "Collected": "._attach",
+    "History": "._history",
+    "HistoryCell": "._history",
     "attach": "._attach",
     "sessions": "._attach",
     "ExecResult": "._result",
@@ -95,6 +97,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; never executed
     from ._pool import SessionPool
     from ._result import ExecResult
     from ._attach import Collected, DetachedCell, RemoteSession, attach, sessions
+    from ._history import History, HistoryCell
     from ._session import ReplSession
     from .errors import (
         ERROR_CODES,

@@ -14,8 +14,9 @@ from ._binary import Executable
 from ._home import Layout
 from ._result import ExecResult
 from ._attach import Collected
-from ._session import answer_host_request, check_code, check_key
-from ._spec import Sandbox, check_count, named_setup, owned_setup
+from ._history import History, check_last
+from ._session import answer_host_request, check_code, check_key, check_name
+from ._spec import Limits, Sandbox, check_count, named_setup, owned_setup
 from ._start import handshake
 from ._lines import FINAL, LineRouter, encode_request, foreign_connection_error, reply_error
 from .errors import AwreplError, SessionClosed, SupervisorUnreachable
@@ -260,10 +261,9 @@ class _AsyncSessionBase:
     async def variables(self) -> Dict[str, str]:
         return await self._request("variables")
 
-    async def inspect(self, name: str) -> Dict[str, Any]:
-        if not isinstance(name, str):
-            raise TypeError("name must be a str, not %s" % type(name).__name__)
-        return await self._request("inspect", name=name)
+    async def inspect(self, name: str, *, full: bool = False) -> Dict[str, Any]:
+        """As the blocking ``inspect`` (``full``: the whole docstring and every attribute name)."""
+        return await self._request("inspect", name=check_name(name), full=True if full else None)
 
     async def reset(self) -> None:
         await self._request("reset")
@@ -317,8 +317,10 @@ class AsyncReplSession(_AsyncSessionBase):
         cwd: Optional[str] = None,
         env: Optional[Mapping[str, str]] = None,
         sandbox: Sandbox = None,
+        limits: Limits = None,
+        venv: Optional[str] = None,
     ) -> None:
-        self.session_id, self._name, setup = owned_setup(session_id, timeout_ms, max_output_bytes, python, cwd, env, sandbox)
+        self.session_id, self._name, setup = owned_setup(session_id, timeout_ms, max_output_bytes, python, cwd, env, sandbox, limits, venv)
         self.timeout_ms = timeout_ms
         self.max_output_bytes = max_output_bytes
         self._spec, self._layout, self._exe, self._env = setup
@@ -411,6 +413,14 @@ class AsyncRemoteSession(_AsyncSessionBase):
     async def restore(self, path: Optional[str] = None, timeout_ms: Optional[int] = None) -> Dict[str, Any]:
         return await self._request("restore", path=os.fspath(path) if path is not None else None, timeout_ms=check_count("timeout_ms", timeout_ms))
 
+    async def history(self, last: Optional[int] = None) -> History:
+        """As the blocking ``history``: the session's cells, oldest first (``last``: only the newest N)."""
+        conn = await self._connection()
+        request: Dict[str, Any] = {"type": "history", "session": self._name}
+        if check_last(last) is not None:
+            request["last"] = last
+        return History.from_value(await conn.call(request))
+
     async def complete(self, code: str, cursor: Optional[int] = None) -> List[str]:
         return await self._request("complete", code=check_code(code), cursor=cursor)
 
@@ -440,9 +450,11 @@ async def attach_async(
     autosave: Optional[bool] = None,
     existing: bool = False,
     home: Optional[str] = None,
+    limits: Limits = None,
+    venv: Optional[str] = None,
 ) -> AsyncRemoteSession:
     """``attach`` for asyncio: connects (starting the supervisor if none runs) and returns the session."""
-    fields = dict(python=python, cwd=cwd, env=env, sandbox=sandbox, timeout_ms=timeout_ms, max_output_bytes=max_output_bytes, grace_ms=grace_ms, autosave=autosave)
+    fields = dict(python=python, cwd=cwd, env=env, sandbox=sandbox, timeout_ms=timeout_ms, max_output_bytes=max_output_bytes, grace_ms=grace_ms, autosave=autosave, limits=limits, venv=venv)
     setup = named_setup(name, existing, home, **fields)
     session = AsyncRemoteSession(name, setup.spec, setup.layout, setup.exe, setup.env)
     await session._connection()

@@ -13,7 +13,8 @@ from ._home import Layout, layout_of
 from ._lines import Encoded
 from ._result import ExecResult
 from ._session import DisplayCallback, HostHandler, TextCallback, _Link, _SessionBase, check_code, check_key
-from ._spec import Sandbox, check_count, named_setup
+from ._history import History, check_last
+from ._spec import Limits, Sandbox, check_count, named_setup
 from ._start import handshake
 from .errors import AwreplError, SessionClosed
 
@@ -168,6 +169,20 @@ class RemoteSession(_SessionBase):
         """Loads a snapshot into the namespace (default: the session's own)."""
         return self._request("restore", path=os.fspath(path) if path is not None else None, timeout_ms=check_count("timeout_ms", timeout_ms))
 
+    def history(self, last: Optional[int] = None) -> History:
+        """The session's history (docs/history.md), oldest first: each cell's code, the client that ran
+        it, when, and its result as that client got it; ``last``: only the newest N cells."""
+        check_last(last)
+
+        def build(conn: Connection) -> Dict[str, Any]:
+            request: Dict[str, Any] = {"type": "history", "session": self._link.name}  # no spec: history never creates a session
+            if last is not None:
+                request["last"] = last
+            return request
+
+        conn, pending = self._send(build)
+        return History.from_value(conn.wait(pending).get("value"))
+
     def complete(self, code: str, cursor: Optional[int] = None) -> List[str]:
         return self._request("complete", code=check_code(code), cursor=cursor)
 
@@ -194,10 +209,13 @@ def attach(
     autosave: Optional[bool] = None,
     existing: bool = False,
     home: Optional[str] = None,
+    limits: Limits = None,
+    venv: Optional[str] = None,
 ) -> RemoteSession:
     """The named session the supervisor holds (created on first use with this spec; an existing one
-    keeps its own). Starts the supervisor if none runs. ``home``: the state directory (default as the CLI's)."""
-    fields = dict(python=python, cwd=cwd, env=env, sandbox=sandbox, timeout_ms=timeout_ms, max_output_bytes=max_output_bytes, grace_ms=grace_ms, autosave=autosave)
+    keeps its own). Starts the supervisor if none runs. ``home``: the state directory (default as the CLI's).
+    ``limits``: the worker's resource limits; ``venv``: the virtual environment it runs in (created on first use)."""
+    fields = dict(python=python, cwd=cwd, env=env, sandbox=sandbox, timeout_ms=timeout_ms, max_output_bytes=max_output_bytes, grace_ms=grace_ms, autosave=autosave, limits=limits, venv=venv)
     setup = named_setup(name, existing, home, **fields)
     return RemoteSession(name, setup.spec, setup.layout, setup.exe, setup.env)
 

@@ -4,14 +4,18 @@ import threading
 from typing import Dict, List, Optional
 
 from ._session import ReplSession
+from ._spec import Limits
 
 
 class SessionPool:
     """Several sessions, each its own namespace, created and closed by id."""
 
-    def __init__(self, timeout_ms: int = 30000, max_output_bytes: int = 65536) -> None:
+    def __init__(self, timeout_ms: int = 30000, max_output_bytes: int = 65536, *, limits: Limits = None, venv: Optional[str] = None) -> None:
         self.timeout_ms = timeout_ms
         self.max_output_bytes = max_output_bytes
+        #: Every session of the pool gets these (one venv is shared: created by the first session).
+        self.limits = limits
+        self.venv = venv
         self._sessions: Dict[str, ReplSession] = {}
         self._lock = threading.Lock()
 
@@ -20,7 +24,7 @@ class SessionPool:
         with self._lock:
             if session_id is not None and session_id in self._sessions:
                 raise ValueError("Session %r already exists in this pool" % session_id)
-            session = ReplSession(session_id, self.timeout_ms, self.max_output_bytes)
+            session = ReplSession(session_id, self.timeout_ms, self.max_output_bytes, limits=self.limits, venv=self.venv)
             self._sessions[session.session_id] = session
             return session.session_id
 

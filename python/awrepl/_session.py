@@ -8,6 +8,8 @@ supervisor had gone never ran and is sent again, once. A call cut off mid-way is
 fails with ``SupervisorUnreachable``.
 """
 
+from __future__ import annotations  # nested functions' annotations are not evaluated on every call
+
 import os
 import threading
 import weakref
@@ -18,7 +20,7 @@ from ._connection import Connection, NeverSent, Pending
 from ._home import Layout
 from ._lines import Encoded
 from ._result import ExecResult
-from ._spec import Sandbox, check_count, owned_setup
+from ._spec import Limits, Sandbox, check_count, owned_setup
 from ._start import handshake
 from .errors import AwreplError, SessionClosed
 
@@ -54,6 +56,12 @@ def check_key(key: object) -> Optional[str]:
     if key is not None and not isinstance(key, str):
         raise TypeError("an idempotency key must be a str, not %s" % type(key).__name__)
     return key
+
+
+def check_name(name: object) -> str:
+    if not isinstance(name, str):
+        raise TypeError("name must be a str, not %s" % type(name).__name__)
+    return name
 
 
 def check_code(code: object) -> str:
@@ -228,8 +236,10 @@ class _SessionBase:
                 answer = answer_host_request(on_host_request, event.get("data"))
                 conn.notify({"type": "host_reply", "target": pending.id, "host_id": event.get("host_id"), "data": answer})
 
+        # Without callbacks or a host handler no event comes (none was asked for): nothing to hand them to.
+        listening = on_stdout is not None or on_stderr is not None or on_display is not None or on_host_request is not None
         try:
-            reply = conn.wait(pending, on_event, sigint_does=sigint_does)
+            reply = conn.wait(pending, on_event if listening else None, sigint_does=sigint_does)
         except KeyboardInterrupt as interrupted:
             reply = getattr(interrupted, "reply", None)
             if isinstance(reply, dict) and reply.get("event") == "result":
@@ -276,12 +286,11 @@ class _SessionBase:
         """Every bound name of the namespace, with its type and short repr."""
         return self._request("variables")
 
-    def inspect(self, name: str) -> Dict[str, Any]:
-        """Facts about one name: type, repr, doc, len, keys, signature, dir, ... (``NameNotFound``, a
-        ``KeyError``, when it is not defined)."""
-        if not isinstance(name, str):
-            raise TypeError("name must be a str, not %s" % type(name).__name__)
-        return self._request("inspect", name=name)
+    def inspect(self, name: str, *, full: bool = False) -> Dict[str, Any]:
+        """Facts about one name: type, repr, docstring, len, keys, signature, dir, ... (``NameNotFound``, a
+        ``KeyError``, when it is not defined), sized for a context window; ``full``: the whole docstring
+        and every attribute name."""
+        return self._request("inspect", name=check_name(name), full=True if full else None)
 
     def reset(self) -> None:
         """Clears the namespace (the worker keeps running)."""
@@ -319,8 +328,10 @@ class ReplSession(_SessionBase):
         cwd: Optional[str] = None,
         env: Optional[Mapping[str, str]] = None,
         sandbox: Sandbox = None,
+        limits: Limits = None,
+        venv: Optional[str] = None,
     ) -> None:
-        self.session_id, name, setup = owned_setup(session_id, timeout_ms, max_output_bytes, python, cwd, env, sandbox)
+        self.session_id, name, setup = owned_setup(session_id, timeout_ms, max_output_bytes, python, cwd, env, sandbox, limits, venv)
         self.timeout_ms = timeout_ms
         self.max_output_bytes = max_output_bytes
         self._spec = setup.spec

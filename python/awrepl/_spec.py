@@ -5,6 +5,8 @@ import os
 from typing import Any, Dict, Mapping, NamedTuple, Optional, Tuple, Union
 
 Sandbox = Union[None, bool, Dict[str, Any]]
+#: ``{memory_bytes, max_procs, cpu_percent, max_file_bytes, best_effort}`` (lib/protocol/limits.ts), each optional.
+Limits = Optional[Mapping[str, Any]]
 
 
 def caller_env(env: Mapping[str, str]) -> Dict[str, str]:
@@ -22,6 +24,16 @@ def sandbox_field(sandbox: Sandbox) -> Any:
     raise TypeError("sandbox must be None, a bool or a dict (a sandbox profile), not %s" % type(sandbox).__name__)
 
 
+def limits_field(limits: Limits) -> Optional[Dict[str, Any]]:
+    """The spec's ``limits``: a mapping sent as it is (the supervisor checks each key and value where it
+    plans the worker, and its error names a bad one: one rule, lib/worker/limits/)."""
+    if limits is None:
+        return None
+    if not isinstance(limits, Mapping):
+        raise TypeError("limits must be None or a dict (memory_bytes, max_procs, cpu_percent, max_file_bytes, best_effort), not %s" % type(limits).__name__)
+    return dict(limits)
+
+
 def session_spec(
     env: Mapping[str, str],
     *,
@@ -33,10 +45,12 @@ def session_spec(
     max_output_bytes: Optional[int] = None,
     grace_ms: Optional[int] = None,
     autosave: Optional[bool] = None,
+    limits: Limits = None,
+    venv: Optional[str] = None,
 ) -> Dict[str, Any]:
     """The ``spec`` of every request that may create the session. ``$VIRTUAL_ENV`` and ``./.venv`` are
     resolved by the supervisor from the ``cwd`` and ``env`` sent (one rule, lib/worker/interpreter.ts)."""
-    for key, value in (("python", python), ("cwd", cwd)):
+    for key, value in (("python", python), ("cwd", cwd), ("venv", venv)):
         if value is not None and not isinstance(value, (str, os.PathLike)):
             raise TypeError("%s must be a string, not %s" % (key, type(value).__name__))
     whole = caller_env(env)
@@ -45,16 +59,20 @@ def session_spec(
             if not isinstance(k, str) or not isinstance(v, str):
                 raise TypeError("env must map strings to strings; %r: %r is not" % (k, v))
             whole[k] = v
+    where = os.path.abspath(os.fspath(cwd)) if cwd is not None else os.getcwd()
     spec = {
         "python": os.fspath(python) if python is not None else env.get("AWREPL_PYTHON"),
         "python_given": True if python is not None else None,
+        # Resolved here, against the session's directory: the supervisor's directory is not the caller's.
+        "venv": os.path.join(where, os.fspath(venv)) if venv is not None else None,
         "sandbox": sandbox_field(sandbox),
-        "cwd": os.path.abspath(os.fspath(cwd)) if cwd is not None else os.getcwd(),
+        "cwd": where,
         "env": whole,
         "timeout_ms": timeout_ms,
         "max_output_bytes": max_output_bytes,
         "grace_ms": grace_ms,
         "autosave": autosave,
+        "limits": limits_field(limits),
     }
     return {k: v for k, v in spec.items() if v is not None}
 
@@ -86,7 +104,17 @@ def _setup(spec_fields: Dict[str, Any], home: Optional[str] = None) -> Setup:
     return Setup(session_spec(caller, **spec_fields), layout_of(caller, home), describe(find_executable(caller)), caller)
 
 
-def owned_setup(session_id: Optional[str], timeout_ms: int, max_output_bytes: int, python: Optional[str], cwd: Optional[str], env: Optional[Mapping[str, str]], sandbox: Sandbox) -> "Tuple[str, str, Setup]":
+def owned_setup(
+    session_id: Optional[str],
+    timeout_ms: int,
+    max_output_bytes: int,
+    python: Optional[str],
+    cwd: Optional[str],
+    env: Optional[Mapping[str, str]],
+    sandbox: Sandbox,
+    limits: Limits = None,
+    venv: Optional[str] = None,
+) -> "Tuple[str, str, Setup]":
     """The label (generated when None), the supervisor's unique name for it, and the setup of a session of its own."""
     from ._names import check_session_name
 
@@ -95,7 +123,7 @@ def owned_setup(session_id: Optional[str], timeout_ms: int, max_output_bytes: in
     check_session_name(session_id, "session_id")
     check_count("timeout_ms", timeout_ms)
     check_count("max_output_bytes", max_output_bytes)
-    setup = _setup(dict(python=python, cwd=cwd, extra_env=env, sandbox=sandbox, timeout_ms=timeout_ms, max_output_bytes=max_output_bytes))
+    setup = _setup(dict(python=python, cwd=cwd, extra_env=env, sandbox=sandbox, timeout_ms=timeout_ms, max_output_bytes=max_output_bytes, limits=limits, venv=venv))
     return session_id, "%s.%s" % (session_id[:55], os.urandom(4).hex()), setup
 
 

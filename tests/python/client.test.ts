@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { awreplBinary } from "../harness/binary.ts";
 import { ROOT } from "../harness/common.ts";
 import { deadline } from "../../lib/core/deadline.ts";
+import { killPids, waitForNone, withEnv } from "../harness/procs.ts";
 
 const PYENV = process.env.PYENV_ROOT || join(homedir(), ".pyenv");
 const INTERPRETERS: [string, string][] = [
@@ -41,7 +42,7 @@ test("the test modules are found", () => {
 
 /** How many unittest runs go at once: they spend most of their time waiting on the supervisor and workers. */
 const CONCURRENCY = 3;
-type Outcome = { status: number | null; stdout: string; stderr: string; error?: Error };
+type Outcome = { status: number | null; stdout: string; stderr: string; error?: Error; leftBehind: number[] };
 const outcomes = new Map<string, Promise<Outcome>>();
 
 /** Runs `python -m unittest -v module` with a state directory of its own, then stops its supervisor. */
@@ -50,7 +51,10 @@ async function runModule(python: string, module: string): Promise<Outcome> {
   // Each test class makes its own AWREPL_HOME; this one is a fallback nothing should write to.
   const home = mkdtempSync(join(tmpdir(), "awrepl-pyclient-"));
   try {
-    const child = spawn(python, ["-m", "unittest", "-v", module], { cwd: TESTS, env: pythonEnv(home), stdio: ["ignore", "pipe", "pipe"] });
+    // AWREPL_E2E_HOME marks every supervisor this run starts (they inherit the client's environment),
+    // whatever state directory its tests make: what is still alive after the run was left behind.
+    const env = { ...pythonEnv(home), AWREPL_E2E_HOME: home };
+    const child = spawn(python, ["-m", "unittest", "-v", module], { cwd: TESTS, env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (t: string) => (stdout += t));
@@ -59,12 +63,17 @@ async function runModule(python: string, module: string): Promise<Outcome> {
       child.on("error", reject);
       child.on("close", (code) => resolve(code));
     });
+    let status: number | null = null;
+    let error: Error | undefined;
     try {
-      return { status: await deadline(exited, MODULE_TIMEOUT_MS, `${python} -m unittest ${module}`), stdout, stderr };
+      status = await deadline(exited, MODULE_TIMEOUT_MS, `${python} -m unittest ${module}`);
     } catch (err) {
       child.kill("SIGKILL");
-      return { status: null, stdout, stderr, error: err as Error };
+      error = err as Error;
     }
+    const leftBehind = (await waitForNone(() => withEnv("AWREPL_E2E_HOME", home), 5_000)).map((p) => p.pid);
+    killPids(leftBehind);
+    return { status, stdout, stderr, error, leftBehind };
   } finally {
     spawnSync(join(ROOT, "dist", "awrepl"), ["daemon", "stop"], { env: pythonEnv(home), timeout: 30_000 });
     rmSync(home, { recursive: true, force: true });
@@ -132,6 +141,7 @@ for (const [label, python] of INTERPRETERS) {
           const run = await outcome(python, module);
           if (run.status !== 0) console.error(`${python} -m unittest ${module}:\n${run.stdout}\n${run.stderr}`);
           expect(run.error).toBeUndefined();
+          expect(run.leftBehind).toEqual([]);
           expect(run.status).toBe(0);
           expect(run.stderr).toMatch(/\nOK( \(skipped=\d+\))?\n?$/);
         },
