@@ -15,6 +15,8 @@ import { PYTHON, pythonHas, ROOT } from "../harness/common.ts";
 
 /** Debian's python3 carries python3-ipykernel and python3-jupyter-client (.ci/run installs them). */
 const JUPYTER = pythonHas("ipykernel") && pythonHas("jupyter_client");
+/** A skipped test says why in its name: without Jupyter's packages there is no kernel to start. */
+const needsJupyter = (name: string) => JUPYTER ? name : `${name} [skipped: ${PYTHON} cannot import ipykernel and jupyter_client; apt-get install python3-ipykernel python3-jupyter-client]`;
 /** A Python without ipykernel: pyenv's 3.13. */
 const BARE_PYTHON = join(process.env.HOME ?? "/root", ".pyenv/versions/3.13.0/bin/python3");
 /** One kernel start and a cell, on a shared machine: generous, never a measured bound. */
@@ -85,7 +87,7 @@ function kernelJson(prefix: string, name: string): { argv: string[]; env?: Recor
 }
 
 test.skipIf(!JUPYTER)(
-  "kernel install with no awrepl package anywhere: the kernelspec runs the binary's own copy, and its cell lands in the CLI's session",
+  needsJupyter("kernel install with no awrepl package anywhere: the kernelspec runs the binary's own copy, and its cell lands in the CLI's session"),
   async () => {
     const prefix = join(work, "prefix");
     // Nothing can import awrepl before the install (what makes the embedded copy necessary).
@@ -185,7 +187,7 @@ test("kernel install refuses what it cannot use: no session, --prefix with --use
 });
 
 test.skipIf(!JUPYTER)(
-  "pip installed this version into the kernel's Python: the kernelspec runs its module (-m awrepl.kernel), no copy is written",
+  needsJupyter("pip installed this version into the kernel's Python: the kernelspec runs its module (-m awrepl.kernel), no copy is written"),
   async () => {
     // A copy of the package's source, so that pip's build leaves nothing in the checkout; setup.py reads package.json beside it.
     const source = join(work, "checkout", "python");
