@@ -195,6 +195,15 @@ export class ReplSession implements Session {
     // --venv: its python runs the session (the venv made first, by the interpreter chosen otherwise),
     // and a sandbox may write it, so packages installed from a cell stay.
     const venv = options.venv === undefined ? undefined : resolve(cwd, options.venv);
+    // A venv a sandbox could write (it was some sandboxed session's --venv, or lies in its writable
+    // directory) may hold a replaced bin/python: outside a sandbox it would run with the user's rights.
+    const plantable = venv && !options.sandbox ? sandboxWrittenRoot(home, venv) : null;
+    if (plantable) {
+      throw new AwreplError(
+        "usage",
+        `--venv ${venv} lies in ${plantable}, which a sandboxed session could write (its python or packages may have been replaced there): use it from a --sandbox session, or give a new directory`,
+      );
+    }
     const python = venv ? await venvPython(venv, { python: options.python, env, cwd, home }) : options.python;
     if (venv && options.sandbox) options = { ...options, sandbox: { ...options.sandbox, writable: [...new Set([...(options.sandbox.writable ?? []), venv])] } };
     const interpreter = await resolveInterpreter({ python, env, cwd, home });

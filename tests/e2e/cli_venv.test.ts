@@ -4,7 +4,7 @@
 // writable, so an install from a cell persists. The package is a wheel this test writes itself and
 // installs with `pip --no-index`: no network, no index.
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, realpathSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ExitCode } from "../../lib/core/errors.ts";
@@ -77,7 +77,29 @@ describe("--venv", () => {
       // The wheel is read from its directory: bound read-only, as every path outside the writable ones.
       const installed = await run(["--sandbox", "--venv", venv, "run", install(wheel)], { home, cwd: dir });
       expect(installed).toMatchObject({ code: 0, stdout: "(0, '')\n" });
-      expect((await run(["--venv", venv, "run", "import awrepl_probe; awrepl_probe.VALUE"], { home, cwd })).stdout).toBe("42\n");
+      expect((await run(["--sandbox", "--venv", venv, "run", "import awrepl_probe; awrepl_probe.VALUE"], { home, cwd: dir })).stdout).toBe("42\n");
+    });
+  });
+
+  test("a venv a sandbox could write is refused outside a sandbox: a python planted in it never runs", async () => {
+    requireBwrap();
+    await withHome(async (home) => {
+      const dir = mkdtempSync(join(tmpdir(), "awrepl-venv-plant-"));
+      const venv = join(dir, "env");
+      const marker = join(tmpdir(), `awrepl-venv-planted-${process.pid}`);
+      // From inside the sandbox: bin/python replaced (rename over the symlink) by a script that would
+      // leave a marker, then run the real interpreter.
+      const plant = `import os, sys\np = os.path.join(sys.prefix, "bin", "python")\nopen(p + ".new", "w").write("#!/bin/sh\\ntouch ${marker}\\nexec ${
+        realpathSync(PYTHON)
+      } \\"$@\\"\\n")\nos.chmod(p + ".new", 0o755)\nos.replace(p + ".new", p)\n'planted'`;
+      expect((await run(["--sandbox", "--venv", venv, "run", plant], { home, cwd: dir })).stdout).toBe("'planted'\n");
+      for (const args of [["--venv", venv, "run", "1"], ["-s", "outside", "--venv", venv, "run", "1"]]) {
+        const refused = await run(args, { home, cwd });
+        expect(refused.code).toBe(ExitCode.usage);
+        expect(refused.stderr).toContain("a sandboxed session could write");
+        expect(refused.stderr).toContain(venv);
+      }
+      expect(existsSync(marker)).toBe(false);
     });
   });
 });
